@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("kprofctl: not built yet");
+    std::process::exit(2);
+}
