@@ -1,0 +1,121 @@
+//! The symbolized profile: what every report view and output format is rendered from.
+//!
+//! Samples with equal resolved stacks on the same thread are merged, so the size of a
+//! [`Profile`] follows the number of distinct stacks and symbols, not the sample count.
+//! Indices into the tables are plain `usize`s into the owning `Vec`s.
+
+use std::path::PathBuf;
+
+/// A symbolized capture.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// One per sampled event, in perf.data attribute order; `Stack::counts` is parallel to it.
+    pub events: Vec<Event>,
+    /// Every image that a sample fell into (kernel, modules, user ELFs, unknown).
+    pub images: Vec<Image>,
+    /// Every function that a frame resolved to.
+    pub functions: Vec<Function>,
+    /// Distinct resolved frames (function + address + source position).
+    pub frames: Vec<Frame>,
+    /// Threads that samples were taken on.
+    pub threads: Vec<Thread>,
+    /// Merged stacks with their counts.
+    pub stacks: Vec<Stack>,
+    /// Anything the user must know about the result: mismatched build-ids, kallsyms fallbacks,
+    /// lost samples, unreadable files. Never dropped silently.
+    pub warnings: Vec<String>,
+}
+
+/// A sampled event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// perf's name (`cpu-clock`, `L1-dcache-load-misses`, `r03`).
+    pub name: String,
+    /// Samples of this event in the capture, including ones not in a selected view.
+    pub total_samples: u64,
+    /// Sum of the sample periods of this event.
+    pub total_period: u64,
+}
+
+/// How an image's symbols were found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SymbolSource {
+    /// A file whose GNU build-id equals the recorded one.
+    BuildId { path: PathBuf },
+    /// A file with the right name and another build-id was found and NOT used.
+    Mismatch {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
+    /// Kernel or module names from the capture's kallsyms snapshot: functions, no lines.
+    Kallsyms,
+    /// Nothing usable; addresses are shown raw.
+    Missing { why: String },
+}
+
+/// A loaded image: `[kernel.kallsyms]`, a module such as `mychardrv.ko`, or a user ELF.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// Short display name (`vmlinux`, `mychardrv.ko`, `busybox`).
+    pub name: String,
+    /// Path or name as recorded on the board (`/bin/busybox`, `[mychardrv]`).
+    pub recorded_path: String,
+    /// Recorded GNU build-id, lowercase hex.
+    pub build_id: Option<String>,
+    /// Kernel-space image (vmlinux or module).
+    pub kernel: bool,
+    /// Where its symbols came from, or why none.
+    pub symbols: SymbolSource,
+}
+
+/// A function (symbol) of an image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Function {
+    /// Index into [`Profile::images`].
+    pub image: usize,
+    /// Demangled name; `None` when the address could not be named (rendered as `[unknown]`).
+    pub name: Option<String>,
+    /// Start of the function in the symbol file's address space.
+    pub start: u64,
+    /// Size in bytes when known.
+    pub size: Option<u64>,
+    /// Source file and line of the function's declaration/first line, when DWARF has it.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// One resolved frame. Inlined calls produce several frames for one address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Index into [`Profile::functions`].
+    pub function: usize,
+    /// Address in the symbol file's address space (after KASLR / module relocation / MMAP
+    /// bias), which is what disassembly and `addr2line` use.
+    pub address: u64,
+    /// Source position of the address in this function.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// This frame is an inlined call inside the next (outer) frame of the same address.
+    pub inlined: bool,
+}
+
+/// A thread samples were taken on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    pub pid: i32,
+    pub tid: i32,
+    /// Command name at the time of the samples.
+    pub comm: String,
+}
+
+/// Merged samples with an identical resolved stack on one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    /// Indices into [`Profile::frames`], leaf first, inline-expanded, user frames after kernel.
+    pub frames: Vec<usize>,
+    /// Index into [`Profile::threads`].
+    pub thread: usize,
+    /// Samples per event, parallel to [`Profile::events`].
+    pub counts: Vec<u64>,
+}

@@ -1,0 +1,9 @@
+//! One module per subcommand: its arguments and what it does.
+
+pub mod build;
+pub mod deploy;
+pub mod diff;
+pub mod fetch;
+pub mod report;
+pub mod run;
+pub mod symbols;
