@@ -2,6 +2,8 @@
 //! and report them against the host's build tree with build-id matched symbols.
 
 mod cmd;
+mod remote;
+mod render;
 
 use clap::{Parser, Subcommand};
 

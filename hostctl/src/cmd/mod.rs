@@ -6,4 +6,5 @@ pub mod diff;
 pub mod fetch;
 pub mod report;
 pub mod run;
+pub mod symbol_args;
 pub mod symbols;

@@ -1,0 +1,1 @@
+//! The board side over ssh: targets, authentication, host keys, transfers.

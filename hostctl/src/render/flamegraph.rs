@@ -1,0 +1,1 @@
+//! `--format flamegraph` (being written).

@@ -1,0 +1,1 @@
+//! `--format html` (being written).

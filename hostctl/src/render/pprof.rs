@@ -1,0 +1,1 @@
+//! `--format pprof` (being written).

@@ -1,0 +1,1 @@
+//! `--format text` (being written).
