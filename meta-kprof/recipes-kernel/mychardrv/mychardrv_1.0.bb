@@ -1,0 +1,27 @@
+SUMMARY = "Example character device driver profiled in the kprof walk-through"
+DESCRIPTION = "An out-of-tree kernel module with a busy read path, used to show kernel module \
+               profiling with kprof: load it, read /dev/mychardrv under kprof-agent, report with kprofctl."
+HOMEPAGE = "https://github.com/kprof/kprof"
+BUGTRACKER = "https://github.com/kprof/kprof/issues"
+SECTION = "kernel"
+LICENSE = "GPL-2.0-only"
+LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=fcab174c20ea2e2bc0be64b493708266"
+
+SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
+SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
+
+# scarthgap unpacks into WORKDIR and has no UNPACKDIR; whinlatter and later define it.
+UNPACKDIR ??= "${WORKDIR}"
+S = "${UNPACKDIR}/kprof/examples/mychardrv"
+
+inherit module
+
+# The example's Makefile builds against KERNEL_SRC (set by module.bbclass) and installs with
+# modules_install, the class default.
+
+# The module on the board is the very file the host symbolizes: kept with its symbols and
+# DWARF (no strip, no split), so kprofctl can also read it straight off the target.
+INHIBIT_PACKAGE_STRIP = "1"
+INHIBIT_PACKAGE_DEBUG_SPLIT = "1"
+
+RPROVIDES:${PN} += "kernel-module-mychardrv"
