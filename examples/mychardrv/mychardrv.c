@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mychardrv - a misc character device whose writes are expensive in a known place.
+ *
+ * Writing a decimal N to /dev/mychardrv runs char_dev_cache_traverse() N times: each call
+ * follows `hops` pointers of a randomly permuted singly linked cycle spread over `mib` MiB
+ * of kvmalloc'd memory, one node per cache line, so nearly every hop misses the caches and
+ * the TLB. Each iteration also calls char_dev_cache_checksum(), a cheap sequential scan of a
+ * small cache-resident table, as a contrasting neighbour: a profiler should put the
+ * traversal on top and the checksum far below it.
+ *
+ * Reading /dev/mychardrv reports the parameters and the totals of the last write.
+ *
+ * This is the kprof example module (the Streamline "mychardrv" walk-through, redone for
+ * perf_event sampling). It is built with debug info so that samples resolve to lines.
+ */
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#define MYCHARDRV_NAME "mychardrv"
+/* A node fills one 64-byte cache line, so consecutive hops never share a line. */
+#define MYCHARDRV_NODE_SIZE 64
+#define MYCHARDRV_CHECKSUM_WORDS 512
+/* Upper bound on N so a typo cannot wedge the board for hours. */
+#define MYCHARDRV_MAX_ITERATIONS 10000000U
+
+static unsigned int mib = 8;
+module_param(mib, uint, 0444);
+MODULE_PARM_DESC(mib, "Size of the pointer-chasing structure in MiB (default 8)");
+
+static unsigned int hops = 1024;
+module_param(hops, uint, 0644);
+MODULE_PARM_DESC(hops, "Pointers followed per char_dev_cache_traverse() call (default 1024)");
+
+static unsigned int seed = 0x6b70726f;
+module_param(seed, uint, 0444);
+MODULE_PARM_DESC(seed, "Seed of the permutation, fixed so that runs are comparable");
+
+struct mychardrv_node {
+	struct mychardrv_node *next;
+	u64 value;
+	u8 pad[MYCHARDRV_NODE_SIZE - sizeof(void *) - sizeof(u64)];
+};
+
+static_assert(sizeof(struct mychardrv_node) == MYCHARDRV_NODE_SIZE);
+
+struct mychardrv {
+	struct mutex lock; /* serializes writers: the cursor and totals are shared */
+	struct mychardrv_node *nodes;
+	size_t nr_nodes;
+	struct mychardrv_node *cursor;
+	u64 table[MYCHARDRV_CHECKSUM_WORDS];
+	u64 last_iterations;
+	u64 last_result;
+	u64 total_iterations;
+};
+
+static struct mychardrv dev;
+
+/* xorshift32: deterministic, so the same seed gives the same layout on every boot. */
+static u32 mychardrv_next_random(u32 *state)
+{
+	u32 x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*state = x;
+	return x;
+}
+
+/*
+ * Links every node into one cycle in a random order (Fisher-Yates shuffle of the indices),
+ * so a walk visits all of the memory with no spatial locality.
+ */
+static int mychardrv_build_cycle(struct mychardrv *d)
+{
+	u32 *order;
+	u32 state = seed ? seed : 1;
+	size_t i;
+
+	order = kvmalloc_array(d->nr_nodes, sizeof(*order), GFP_KERNEL);
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < d->nr_nodes; i++)
+		order[i] = i;
+	for (i = d->nr_nodes - 1; i > 0; i--) {
+		size_t j = mychardrv_next_random(&state) % (i + 1);
+
+		swap(order[i], order[j]);
+	}
+	for (i = 0; i < d->nr_nodes; i++) {
+		struct mychardrv_node *node = &d->nodes[order[i]];
+
+		node->next = &d->nodes[order[(i + 1) % d->nr_nodes]];
+		node->value = mychardrv_next_random(&state);
+	}
+	d->cursor = &d->nodes[order[0]];
+	kvfree(order);
+
+	for (i = 0; i < MYCHARDRV_CHECKSUM_WORDS; i++)
+		d->table[i] = mychardrv_next_random(&state);
+	return 0;
+}
+
+/*
+ * The hot spot: a dependent chain of loads, each one a cache (and mostly TLB) miss. Kept out
+ * of line so that it is a symbol of its own in profiles.
+ */
+static noinline u64 char_dev_cache_traverse(struct mychardrv *d, unsigned int steps)
+{
+	struct mychardrv_node *node = d->cursor;
+	u64 sum = 0;
+
+	while (steps--) {
+		sum += node->value;
+		node = node->next;
+	}
+	d->cursor = node;
+	return sum;
+}
+
+/*
+ * The cheap neighbour: a sequential pass over a small table that stays in L1. It runs as
+ * often as the traversal but touches an eighth as many words, all of them cache hits.
+ */
+static noinline u64 char_dev_cache_checksum(const struct mychardrv *d, unsigned int steps)
+{
+	unsigned int words = min_t(unsigned int, steps / 8 + 1, MYCHARDRV_CHECKSUM_WORDS);
+	u64 sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < words; i++)
+		sum ^= d->table[i] + i;
+	return sum;
+}
+
+static ssize_t mychardrv_write(struct file *file, const char __user *buf, size_t len,
+			       loff_t *ppos)
+{
+	unsigned int iterations, i, steps;
+	u64 result = 0;
+	int ret;
+
+	ret = kstrtouint_from_user(buf, len, 0, &iterations);
+	if (ret)
+		return ret;
+	if (iterations > MYCHARDRV_MAX_ITERATIONS)
+		return -EINVAL;
+	if (mutex_lock_interruptible(&dev.lock))
+		return -EINTR;
+
+	steps = READ_ONCE(hops);
+	for (i = 0; i < iterations; i++) {
+		result += char_dev_cache_traverse(&dev, steps);
+		result ^= char_dev_cache_checksum(&dev, steps);
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	dev.last_iterations = i;
+	dev.last_result = result;
+	dev.total_iterations += i;
+	mutex_unlock(&dev.lock);
+	return ret ? ret : len;
+}
+
+static ssize_t mychardrv_read(struct file *file, char __user *buf, size_t len, loff_t *ppos)
+{
+	char text[192];
+	int n;
+
+	if (mutex_lock_interruptible(&dev.lock))
+		return -EINTR;
+	n = scnprintf(text, sizeof(text),
+		      "mib=%u nodes=%zu hops=%u last_iterations=%llu last_result=%#llx total_iterations=%llu\n",
+		      mib, dev.nr_nodes, READ_ONCE(hops), dev.last_iterations, dev.last_result,
+		      dev.total_iterations);
+	mutex_unlock(&dev.lock);
+	return simple_read_from_buffer(buf, len, ppos, text, n);
+}
+
+static const struct file_operations mychardrv_fops = {
+	.owner = THIS_MODULE,
+	.read = mychardrv_read,
+	.write = mychardrv_write,
+	.llseek = default_llseek,
+};
+
+static struct miscdevice mychardrv_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = MYCHARDRV_NAME,
+	.fops = &mychardrv_fops,
+	.mode = 0600,
+};
+
+static int __init mychardrv_init(void)
+{
+	int ret;
+
+	if (mib == 0 || mib > 1024) {
+		pr_err(MYCHARDRV_NAME ": mib=%u out of range 1..1024\n", mib);
+		return -EINVAL;
+	}
+	mutex_init(&dev.lock);
+	dev.nr_nodes = (size_t)mib * SZ_1M / sizeof(struct mychardrv_node);
+	dev.nodes = kvmalloc_array(dev.nr_nodes, sizeof(*dev.nodes), GFP_KERNEL | __GFP_ZERO);
+	if (!dev.nodes)
+		return -ENOMEM;
+	ret = mychardrv_build_cycle(&dev);
+	if (ret)
+		goto err_free;
+	ret = misc_register(&mychardrv_misc);
+	if (ret)
+		goto err_free;
+	pr_info(MYCHARDRV_NAME ": /dev/%s ready, %u MiB, %zu nodes, %u hops per traversal\n",
+		MYCHARDRV_NAME, mib, dev.nr_nodes, hops);
+	return 0;
+
+err_free:
+	kvfree(dev.nodes);
+	return ret;
+}
+
+static void __exit mychardrv_exit(void)
+{
+	misc_deregister(&mychardrv_misc);
+	kvfree(dev.nodes);
+}
+
+module_init(mychardrv_init);
+module_exit(mychardrv_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("kprof developers");
+MODULE_DESCRIPTION("Example driver with a cache-hostile hot spot for kprof profiling");
+MODULE_VERSION("1.0");
