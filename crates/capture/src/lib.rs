@@ -4,6 +4,7 @@
 //! [`MODULES`]. The manifest schema is documented in `docs/capture-format.md`; bump
 //! [`MANIFEST_VERSION`] on any change a reader of the previous version would misread.
 
+pub mod info;
 pub mod manifest;
 
 pub use manifest::Manifest;

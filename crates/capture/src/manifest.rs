@@ -35,7 +35,7 @@ pub struct Manifest {
     pub start_time_ns: u64,
     /// End of sampling, nanoseconds since the Unix epoch.
     pub stop_time_ns: u64,
-    /// Why the capture stopped: `command-exited`, `duration`, `signal`.
+    /// Why the capture stopped: `command-exited`, `duration`, `signal`, `target-exited`.
     pub stop_reason: String,
     /// The running kernel.
     pub kernel: Kernel,
@@ -43,9 +43,13 @@ pub struct Manifest {
     pub modules: Vec<Module>,
     /// Size and digest of the perf.data in the archive.
     pub perf_data: FileDigest,
-    /// `/proc/sys/kernel/perf_event_paranoid` and `kptr_restrict` at capture time.
+    /// `/proc/sys/kernel/perf_event_paranoid`, `kptr_restrict`, `perf_event_max_sample_rate`,
+    /// `perf_event_mlock_kb` and `perf_event_max_stack` at capture time.
     #[serde(default)]
     pub sysctl: BTreeMap<String, String>,
+    /// Ring buffer size per CPU in pages (`--mmap-pages`).
+    #[serde(default)]
+    pub mmap_pages: Option<u64>,
 }
 
 /// `uname(2)` fields.

@@ -1,0 +1,245 @@
+//! A hand-written perf.data (PERFILE2) writer.
+//!
+//! File layout, as `perf record` lays it out and perf's `perf_session__read_header` expects:
+//! `[header 104 B][ids u64 arrays][attrs: (attr, ids section)...][data records...]`
+//! `[feature section table][feature bodies]`. The header is written last, once the data size is
+//! known; a crash before then leaves a file whose zero magic no reader mistakes for complete.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+
+use crate::sys::{PerfEventAttr, ATTR_SIZE};
+
+const MAGIC: &[u8; 8] = b"PERFILE2";
+const HEADER_SIZE: u64 = 104;
+/// perf aligns strings in feature sections to this.
+const NAME_ALIGN: usize = 64;
+
+/// Feature bits (`HEADER_*` in perf's util/header.h).
+pub mod feat {
+    pub const BUILD_ID: u32 = 2;
+    pub const HOSTNAME: u32 = 3;
+    pub const OSRELEASE: u32 = 4;
+    pub const VERSION: u32 = 5;
+    pub const ARCH: u32 = 6;
+    pub const NRCPUS: u32 = 7;
+    pub const CMDLINE: u32 = 11;
+    pub const EVENT_DESC: u32 = 12;
+}
+
+/// `perf_event_header.misc` values used in BUILD_ID entries and synthesized maps.
+pub const MISC_KERNEL: u16 = 1;
+pub const MISC_USER: u16 = 2;
+const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+/// perf's `HOST_KERNEL_ID`: the pid that marks host-machine entries.
+pub const HOST_PID: i32 = -1;
+
+/// One event as it goes into the attrs section and EVENT_DESC.
+#[derive(Debug, Clone)]
+pub struct FileAttr {
+    pub attr: PerfEventAttr,
+    pub name: String,
+    pub ids: Vec<u64>,
+}
+
+/// One BUILD_ID feature entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildIdEntry {
+    pub misc: u16,
+    pub pid: i32,
+    pub build_id: Vec<u8>,
+    /// `[kernel.kallsyms]`, `[module]` or an absolute path.
+    pub filename: String,
+}
+
+/// The feature sections written after the data.
+#[derive(Debug, Clone, Default)]
+pub struct Features {
+    pub hostname: String,
+    pub osrelease: String,
+    pub version: String,
+    pub arch: String,
+    pub nr_cpus_available: u32,
+    pub nr_cpus_online: u32,
+    pub cmdline: Vec<String>,
+    pub build_ids: Vec<BuildIdEntry>,
+}
+
+/// Streams records into a perf.data file.
+#[derive(Debug)]
+pub struct Writer {
+    out: BufWriter<File>,
+    attrs: Vec<FileAttr>,
+    attrs_offset: u64,
+    data_offset: u64,
+    data_size: u64,
+}
+
+fn align_up(n: usize, a: usize) -> usize {
+    n.div_ceil(a) * a
+}
+
+/// perf's `do_write_string`: u32 padded length, then the NUL-terminated string padded to 64.
+fn put_string(buf: &mut Vec<u8>, s: &str) {
+    let len = align_up(s.len() + 1, NAME_ALIGN);
+    buf.extend_from_slice(&(len as u32).to_ne_bytes());
+    let start = buf.len();
+    buf.extend_from_slice(s.as_bytes());
+    buf.resize(start + len, 0);
+}
+
+impl Writer {
+    /// Creates the file and writes everything that precedes the data section.
+    pub fn create(file: File, attrs: Vec<FileAttr>) -> io::Result<Writer> {
+        let mut out = BufWriter::with_capacity(256 * 1024, file);
+        out.write_all(&[0u8; HEADER_SIZE as usize])?;
+        let mut pos = HEADER_SIZE;
+        let mut id_sections = Vec::new();
+        for a in &attrs {
+            for id in &a.ids {
+                out.write_all(&id.to_ne_bytes())?;
+            }
+            let size = 8 * a.ids.len() as u64;
+            id_sections.push((pos, size));
+            pos += size;
+        }
+        let attrs_offset = pos;
+        for (a, (off, size)) in attrs.iter().zip(&id_sections) {
+            let mut attr = a.attr;
+            attr.size = ATTR_SIZE;
+            out.write_all(&attr.to_bytes())?;
+            out.write_all(&off.to_ne_bytes())?;
+            out.write_all(&size.to_ne_bytes())?;
+            pos += ATTR_SIZE as u64 + 16;
+        }
+        Ok(Writer {
+            out,
+            attrs,
+            attrs_offset,
+            data_offset: pos,
+            data_size: 0,
+        })
+    }
+
+    /// Appends one record (header included) to the data section.
+    pub fn write_record(&mut self, rec: &[u8]) -> io::Result<()> {
+        self.out.write_all(rec)?;
+        self.data_size += rec.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes of records written so far.
+    pub fn data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    /// Writes the feature sections and the header, flushes and syncs. Returns the file size.
+    pub fn finish(mut self, f: &Features) -> io::Result<u64> {
+        let mut bodies: Vec<(u32, Vec<u8>)> = Vec::new();
+        bodies.push((feat::BUILD_ID, build_id_section(&f.build_ids)));
+        for (bit, s) in [
+            (feat::HOSTNAME, &f.hostname),
+            (feat::OSRELEASE, &f.osrelease),
+            (feat::VERSION, &f.version),
+            (feat::ARCH, &f.arch),
+        ] {
+            let mut b = Vec::new();
+            put_string(&mut b, s);
+            bodies.push((bit, b));
+        }
+        let mut b = Vec::new();
+        b.extend_from_slice(&f.nr_cpus_available.to_ne_bytes());
+        b.extend_from_slice(&f.nr_cpus_online.to_ne_bytes());
+        bodies.push((feat::NRCPUS, b));
+        let mut b = Vec::new();
+        b.extend_from_slice(&(f.cmdline.len() as u32).to_ne_bytes());
+        for a in &f.cmdline {
+            put_string(&mut b, a);
+        }
+        bodies.push((feat::CMDLINE, b));
+        bodies.push((feat::EVENT_DESC, self.event_desc_section()));
+        bodies.sort_by_key(|(bit, _)| *bit);
+
+        // The section table sits right after the data; bodies follow it.
+        let table_at = self.data_offset + self.data_size;
+        let mut at = table_at + 16 * bodies.len() as u64;
+        for (_, body) in &bodies {
+            self.out.write_all(&at.to_ne_bytes())?;
+            self.out.write_all(&(body.len() as u64).to_ne_bytes())?;
+            at += body.len() as u64;
+        }
+        for (_, body) in &bodies {
+            self.out.write_all(body)?;
+        }
+        let mut bitmap = [0u8; 32];
+        for (bit, _) in &bodies {
+            bitmap[(*bit / 8) as usize] |= 1 << (bit % 8);
+        }
+        let mut h = Vec::with_capacity(HEADER_SIZE as usize);
+        h.extend_from_slice(MAGIC);
+        h.extend_from_slice(&HEADER_SIZE.to_ne_bytes());
+        h.extend_from_slice(&(ATTR_SIZE as u64 + 16).to_ne_bytes());
+        let attrs_size = self.attrs.len() as u64 * (ATTR_SIZE as u64 + 16);
+        for v in [
+            self.attrs_offset,
+            attrs_size,
+            self.data_offset,
+            self.data_size,
+            0,
+            0,
+        ] {
+            h.extend_from_slice(&v.to_ne_bytes());
+        }
+        // The bitmap is an array of unsigned longs: on a big-endian host perf reads it so.
+        for chunk in bitmap.chunks(8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+            h.extend_from_slice(&word.to_ne_bytes());
+        }
+        debug_assert_eq!(h.len() as u64, HEADER_SIZE);
+        self.out.flush()?;
+        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&h)?;
+        file.sync_all()?;
+        Ok(at)
+    }
+
+    fn event_desc_section(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&(self.attrs.len() as u32).to_ne_bytes());
+        b.extend_from_slice(&ATTR_SIZE.to_ne_bytes());
+        for a in &self.attrs {
+            let mut attr = a.attr;
+            attr.size = ATTR_SIZE;
+            b.extend_from_slice(&attr.to_bytes());
+            b.extend_from_slice(&(a.ids.len() as u32).to_ne_bytes());
+            put_string(&mut b, &a.name);
+            for id in &a.ids {
+                b.extend_from_slice(&id.to_ne_bytes());
+            }
+        }
+        b
+    }
+}
+
+/// `struct perf_record_header_build_id` entries with the build-id size flag perf ≥ 5.11 reads.
+fn build_id_section(entries: &[BuildIdEntry]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for e in entries {
+        let name_len = align_up(e.filename.len() + 1, NAME_ALIGN);
+        let size = 8 + 4 + 24 + name_len;
+        let bid = &e.build_id[..e.build_id.len().min(20)];
+        b.extend_from_slice(&0u32.to_ne_bytes()); // type: unused in the table
+        b.extend_from_slice(&(e.misc | MISC_BUILD_ID_SIZE).to_ne_bytes());
+        b.extend_from_slice(&(size as u16).to_ne_bytes());
+        b.extend_from_slice(&e.pid.to_ne_bytes());
+        let mut id = [0u8; 24];
+        id[..bid.len()].copy_from_slice(bid);
+        id[20] = bid.len() as u8;
+        b.extend_from_slice(&id);
+        let start = b.len();
+        b.extend_from_slice(e.filename.as_bytes());
+        b.resize(start + name_len, 0);
+    }
+    b
+}

@@ -1,0 +1,190 @@
+//! The perf_event_open(2) ABI: the attribute struct, the syscall, its ioctls and the mmap'd
+//! control page. Written out by hand (rather than bindgen'd) because the same bytes go into
+//! perf.data, whose readers (perf 6.1) only accept attributes up to `PERF_ATTR_SIZE_VER7`.
+
+use std::io;
+#[allow(unused_imports)] // in the prelude since 1.80; the MSRV is 1.75
+use std::mem::size_of;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// `sizeof(struct perf_event_attr)` as written to the kernel and to perf.data (VER7).
+pub const ATTR_SIZE: u32 = 128;
+
+pub const PERF_TYPE_HARDWARE: u32 = 0;
+pub const PERF_TYPE_SOFTWARE: u32 = 1;
+pub const PERF_TYPE_HW_CACHE: u32 = 3;
+pub const PERF_TYPE_RAW: u32 = 4;
+
+pub const SAMPLE_IP: u64 = 1 << 0;
+pub const SAMPLE_TID: u64 = 1 << 1;
+pub const SAMPLE_TIME: u64 = 1 << 2;
+pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub const SAMPLE_CPU: u64 = 1 << 7;
+pub const SAMPLE_PERIOD: u64 = 1 << 8;
+pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+
+pub const FORMAT_ID: u64 = 1 << 2;
+
+/// Bit positions in the flags word of `perf_event_attr`.
+pub mod flag {
+    pub const DISABLED: u64 = 1 << 0;
+    pub const INHERIT: u64 = 1 << 1;
+    pub const EXCLUDE_USER: u64 = 1 << 4;
+    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    pub const EXCLUDE_HV: u64 = 1 << 6;
+    pub const MMAP: u64 = 1 << 8;
+    pub const COMM: u64 = 1 << 9;
+    pub const FREQ: u64 = 1 << 10;
+    pub const TASK: u64 = 1 << 13;
+    pub const WATERMARK: u64 = 1 << 14;
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    pub const MMAP2: u64 = 1 << 23;
+    pub const COMM_EXEC: u64 = 1 << 24;
+}
+
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+const IOC_ID: libc::c_ulong = 0x8008_2407;
+const FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+
+/// `struct perf_event_attr` up to and including `sig_data` (ABI VER7, 128 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PerfEventAttr {
+    pub type_: u32,
+    pub size: u32,
+    pub config: u64,
+    /// `sample_period`, or `sample_freq` when [`flag::FREQ`] is set.
+    pub sample_period_or_freq: u64,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub flags: u64,
+    /// `wakeup_events`, or `wakeup_watermark` (bytes) when [`flag::WATERMARK`] is set.
+    pub wakeup: u32,
+    pub bp_type: u32,
+    pub config1: u64,
+    pub config2: u64,
+    pub branch_sample_type: u64,
+    pub sample_regs_user: u64,
+    pub sample_stack_user: u32,
+    pub clockid: i32,
+    pub sample_regs_intr: u64,
+    pub aux_watermark: u32,
+    pub sample_max_stack: u16,
+    pub reserved_2: u16,
+    pub aux_sample_size: u32,
+    pub reserved_3: u32,
+    pub sig_data: u64,
+}
+
+const _: () = assert!(size_of::<PerfEventAttr>() == ATTR_SIZE as usize);
+
+impl PerfEventAttr {
+    /// The attribute as the native-endian bytes perf.data stores.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(ATTR_SIZE as usize);
+        b.extend_from_slice(&self.type_.to_ne_bytes());
+        b.extend_from_slice(&self.size.to_ne_bytes());
+        for v in [
+            self.config,
+            self.sample_period_or_freq,
+            self.sample_type,
+            self.read_format,
+            self.flags,
+        ] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        b.extend_from_slice(&self.wakeup.to_ne_bytes());
+        b.extend_from_slice(&self.bp_type.to_ne_bytes());
+        for v in [
+            self.config1,
+            self.config2,
+            self.branch_sample_type,
+            self.sample_regs_user,
+        ] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        b.extend_from_slice(&self.sample_stack_user.to_ne_bytes());
+        b.extend_from_slice(&self.clockid.to_ne_bytes());
+        b.extend_from_slice(&self.sample_regs_intr.to_ne_bytes());
+        b.extend_from_slice(&self.aux_watermark.to_ne_bytes());
+        b.extend_from_slice(&self.sample_max_stack.to_ne_bytes());
+        b.extend_from_slice(&self.reserved_2.to_ne_bytes());
+        b.extend_from_slice(&self.aux_sample_size.to_ne_bytes());
+        b.extend_from_slice(&self.reserved_3.to_ne_bytes());
+        b.extend_from_slice(&self.sig_data.to_ne_bytes());
+        debug_assert_eq!(b.len(), ATTR_SIZE as usize);
+        b
+    }
+}
+
+/// perf_event_open(2) with `PERF_FLAG_FD_CLOEXEC`.
+pub fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` is a valid, fully initialised perf_event_attr of `attr.size` bytes that
+    // outlives the call; the other arguments are plain integers.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            pid as libc::pid_t,
+            cpu as libc::c_int,
+            -1 as libc::c_int,
+            FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor to us and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+fn ioctl(fd: libc::c_int, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+    // SAFETY: the perf ioctls used here take an integer or a pointer to a u64 owned by the caller.
+    let r = unsafe { libc::ioctl(fd, req as _, arg) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+pub fn enable(fd: libc::c_int) -> io::Result<()> {
+    ioctl(fd, IOC_ENABLE, 0)
+}
+
+pub fn disable(fd: libc::c_int) -> io::Result<()> {
+    ioctl(fd, IOC_DISABLE, 0)
+}
+
+/// Redirects `fd`'s records into the ring buffer of `target` (same CPU).
+pub fn set_output(fd: libc::c_int, target: libc::c_int) -> io::Result<()> {
+    ioctl(fd, IOC_SET_OUTPUT, target as libc::c_ulong)
+}
+
+/// The id the kernel puts in `PERF_SAMPLE_IDENTIFIER` for this event.
+pub fn event_id(fd: libc::c_int) -> io::Result<u64> {
+    let mut id: u64 = 0;
+    ioctl(fd, IOC_ID, &mut id as *mut u64 as libc::c_ulong)?;
+    Ok(id)
+}
+
+/// Reads a sysctl under /proc/sys/kernel as an integer.
+pub fn kernel_sysctl(name: &str) -> Option<i64> {
+    std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
