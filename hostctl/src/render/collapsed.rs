@@ -1,1 +1,158 @@
-//! `--format collapsed` (being written).
+//! `--format collapsed`: Brendan Gregg's folded stacks, one line per distinct stack.
+//!
+//! `comm;root_frame;...;leaf_frame count`, root first, counts of one event. Frames are
+//! `image:function` so that the same name in two images stays two frames. Kernel frames carry
+//! the `_[k]` suffix and inlined user frames `_[i]`, as `stackcollapse-perf.pl --all` writes
+//! them, so `flamegraph.pl --colors=java` and `inferno-flamegraph --colors java` colour them.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{bail, Context};
+use kprof_symbols::profile::{Frame, Image, Profile};
+
+/// Writes the collapsed stacks of the first event.
+pub fn write(profile: &Profile, out: &mut dyn Write) -> anyhow::Result<()> {
+    write_event(profile, 0, out)
+}
+
+/// Writes the collapsed stacks of event `event` (index into [`Profile::events`]).
+pub fn write_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyhow::Result<()> {
+    for (line, count) in fold(profile, event)? {
+        writeln!(out, "{line} {count}").context("writing collapsed stacks")?;
+    }
+    Ok(())
+}
+
+/// The folded stacks of event `event`, sorted by stack, stacks without samples left out.
+///
+/// Stacks of different threads with the same command name fold into one line, as in
+/// `stackcollapse-perf.pl`.
+pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, u64>> {
+    check_event(profile, event)?;
+    let mut folded = BTreeMap::<String, u64>::new();
+    let mut line = String::new();
+    for stack in &profile.stacks {
+        let count = stack.counts.get(event).copied().unwrap_or(0);
+        if count == 0 {
+            continue;
+        }
+        line.clear();
+        let comm = profile
+            .threads
+            .get(stack.thread)
+            .map_or("[unknown]", |t| t.comm.as_str());
+        push_frame_name_parts(&mut line, comm, None);
+        for &frame in stack.frames.iter().rev() {
+            line.push(';');
+            push_frame(&mut line, profile, frame);
+        }
+        *folded.entry(line.clone()).or_insert(0) += count;
+    }
+    Ok(folded)
+}
+
+/// Fails with a clear message when `event` does not name an event of the profile.
+pub fn check_event(profile: &Profile, event: usize) -> anyhow::Result<()> {
+    if profile.events.is_empty() {
+        bail!("the profile has no sampled events");
+    }
+    if event >= profile.events.len() {
+        bail!(
+            "event #{event} does not exist: the profile has {} event(s)",
+            profile.events.len()
+        );
+    }
+    Ok(())
+}
+
+/// How a frame is coloured and annotated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// vmlinux / `[kernel.kallsyms]`.
+    Kernel,
+    /// A kernel module.
+    Module,
+    /// A user-space function that is not inlined.
+    User,
+    /// A user-space function inlined into its caller.
+    Inlined,
+    /// A frame whose function or image is out of range of the profile's tables.
+    Unknown,
+}
+
+/// Classifies frame `frame` (index into [`Profile::frames`]).
+pub fn frame_kind(profile: &Profile, frame: usize) -> FrameKind {
+    let Some(f) = profile.frames.get(frame) else {
+        return FrameKind::Unknown;
+    };
+    let Some(image) = profile
+        .functions
+        .get(f.function)
+        .and_then(|func| profile.images.get(func.image))
+    else {
+        return FrameKind::Unknown;
+    };
+    match frame_kind_of_image(image) {
+        FrameKind::User if f.inlined => FrameKind::Inlined,
+        kind => kind,
+    }
+}
+
+/// [`FrameKind::Kernel`], [`FrameKind::Module`] or [`FrameKind::User`] for an image.
+pub fn frame_kind_of_image(image: &Image) -> FrameKind {
+    match image.kernel {
+        true if is_core_kernel(&image.name, &image.recorded_path) => FrameKind::Kernel,
+        true => FrameKind::Module,
+        false => FrameKind::User,
+    }
+}
+
+/// vmlinux rather than a module: perf names it `[kernel.kallsyms]`, kprof `vmlinux`.
+fn is_core_kernel(name: &str, recorded_path: &str) -> bool {
+    name == "vmlinux" || name.starts_with("[kernel") || recorded_path.starts_with("[kernel")
+}
+
+/// Appends `image:function` plus the kind suffix of one frame.
+pub fn push_frame(line: &mut String, profile: &Profile, frame: usize) {
+    let kind = frame_kind(profile, frame);
+    push_frame_name(line, profile, profile.frames.get(frame));
+    match kind {
+        FrameKind::Kernel | FrameKind::Module => line.push_str("_[k]"),
+        FrameKind::Inlined => line.push_str("_[i]"),
+        FrameKind::User | FrameKind::Unknown => {}
+    }
+}
+
+/// Appends `image:function` of a frame without any suffix.
+pub fn push_frame_name(line: &mut String, profile: &Profile, frame: Option<&Frame>) {
+    let function = frame.and_then(|f| profile.functions.get(f.function));
+    let image = function.and_then(|func| profile.images.get(func.image));
+    push_sanitized(line, image.map_or("[unknown]", |i| i.name.as_str()));
+    line.push(':');
+    push_sanitized(
+        line,
+        function
+            .and_then(|func| func.name.as_deref())
+            .unwrap_or("[unknown]"),
+    );
+}
+
+/// Appends `first` (a command name) or `first:second` (image and function), sanitized.
+pub fn push_frame_name_parts(line: &mut String, first: &str, second: Option<&str>) {
+    push_sanitized(line, first);
+    if let Some(second) = second {
+        line.push(':');
+        push_sanitized(line, second);
+    }
+}
+
+/// Appends `s` with the separators of the format (`;`, line breaks) replaced, so that a
+/// strange command or symbol name cannot split a frame or a line.
+fn push_sanitized(line: &mut String, s: &str) {
+    line.extend(s.chars().map(|c| match c {
+        ';' => ':',
+        '\n' | '\r' | '\t' => ' ',
+        c => c,
+    }));
+}

@@ -1,1 +1,103 @@
-//! `--format flamegraph` (being written).
+//! `--format svg`: an interactive flamegraph drawn by `inferno` from the folded stacks.
+//!
+//! Colours say where the time goes: orange for vmlinux, purple for kernel modules (the
+//! drivers kprof is about), red for user code, aqua for user functions inlined into their
+//! caller. Colours are chosen from a hash of the name, so two reports of the same code look
+//! the same.
+
+use std::io::Write;
+
+use anyhow::{bail, Context};
+use inferno::flamegraph::{self, color::PaletteMap, Options};
+use kprof_symbols::profile::Profile;
+
+use super::collapsed;
+
+/// Writes the flamegraph of the first event.
+pub fn write_svg(profile: &Profile, out: &mut dyn Write) -> anyhow::Result<()> {
+    write_svg_event(profile, 0, out)
+}
+
+/// Writes the flamegraph of event `event` (index into [`Profile::events`]).
+pub fn write_svg_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyhow::Result<()> {
+    let folded = collapsed::fold(profile, event)?;
+    let name = &profile.events[event].name;
+    let samples: u64 = folded.values().sum();
+    if samples == 0 {
+        bail!("no samples of event {name} to draw a flamegraph from");
+    }
+
+    let mut palette = PaletteMap::default();
+    for stack in &profile.stacks {
+        for &frame in &stack.frames {
+            let mut label = String::new();
+            collapsed::push_frame(&mut label, profile, frame);
+            if palette.get(&label).is_none() {
+                palette.insert(
+                    &label,
+                    colour(collapsed::frame_kind(profile, frame), &label),
+                );
+            }
+        }
+    }
+
+    // Command names are the roots: a neutral colour, so the code above them stands out.
+    for thread in &profile.threads {
+        let mut label = String::new();
+        collapsed::push_frame_name_parts(&mut label, &thread.comm, None);
+        if palette.get(&label).is_none() {
+            let v = shade(&label);
+            let grey = 200 + (30.0 * v) as u8;
+            palette.insert(
+                &label,
+                flamegraph::color::Color {
+                    r: grey,
+                    g: grey,
+                    b: grey - 20,
+                },
+            );
+        }
+    }
+
+    let mut options = Options::default();
+    options.title = format!("{name} flamegraph");
+    options.subtitle = Some(format!(
+        "{samples} samples of {name} · orange: vmlinux · purple: kernel modules · red: user · aqua: inlined"
+    ));
+    options.count_name = "samples".to_owned();
+    options.name_type = "Function:".to_owned();
+    options.hash = true;
+    options.deterministic = true;
+    options.palette_map = Some(&mut palette);
+
+    let lines: Vec<String> = folded
+        .into_iter()
+        .map(|(stack, count)| format!("{stack} {count}"))
+        .collect();
+    flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+        .context("drawing the flamegraph")?;
+    Ok(())
+}
+
+/// The fill colour of a frame: a hue per kind, a shade from a hash of the name.
+fn colour(kind: collapsed::FrameKind, name: &str) -> flamegraph::color::Color {
+    use collapsed::FrameKind;
+    let v = shade(name);
+    let scale = |base: u8, span: u8| base.saturating_add((f32::from(span) * v) as u8);
+    let (r, g, b) = match kind {
+        FrameKind::Kernel => (scale(205, 50), scale(110, 70), scale(0, 40)),
+        FrameKind::Module => (scale(160, 60), scale(90, 60), scale(200, 55)),
+        FrameKind::User => (scale(200, 55), scale(50, 80), scale(50, 70)),
+        FrameKind::Inlined => (scale(50, 60), scale(170, 55), scale(170, 55)),
+        FrameKind::Unknown => (scale(160, 40), scale(160, 40), scale(160, 40)),
+    };
+    flamegraph::color::Color { r, g, b }
+}
+
+/// A stable value in `[0, 1)` from a name (FNV-1a), so colours do not change between runs.
+fn shade(name: &str) -> f32 {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % 1000) as f32 / 1000.0
+}

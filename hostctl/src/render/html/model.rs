@@ -1,0 +1,243 @@
+//! Aggregations of a [`Profile`] that the HTML page (and `kprofctl diff`) show: per-function
+//! self and total counts, per-image counts, the top-down call tree and the hot source lines.
+//!
+//! Self samples go to the symbol that contains the sampled address (the outermost of the
+//! inline frames of the leaf address), as in `perf report`; total samples go to every function
+//! on the stack, inlined ones included, once per stack even under recursion.
+
+use std::collections::HashMap;
+
+use kprof_symbols::profile::{Profile, Stack};
+
+/// Per-function counts, one entry per event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionRow {
+    /// Index into [`Profile::functions`].
+    pub function: usize,
+    /// Samples whose sampled address lies in this function.
+    pub self_counts: Vec<u64>,
+    /// Samples with this function anywhere on the stack.
+    pub total_counts: Vec<u64>,
+}
+
+/// Samples per event over all stacks of the profile: the 100 % of every percentage shown.
+pub fn event_totals(profile: &Profile) -> Vec<u64> {
+    let mut totals = vec![0u64; profile.events.len()];
+    for stack in &profile.stacks {
+        add(&mut totals, &stack.counts);
+    }
+    totals
+}
+
+/// The function a stack's samples are charged to as self time: the first frame that is not
+/// an inlined call, i.e. the ELF symbol around the sampled address.
+pub fn self_function(profile: &Profile, stack: &Stack) -> Option<usize> {
+    let frames = stack.frames.iter().filter_map(|&f| profile.frames.get(f));
+    let mut last = None;
+    for frame in frames {
+        last = Some(frame.function);
+        if !frame.inlined {
+            break;
+        }
+    }
+    last
+}
+
+/// Every function that has self or total samples, sorted by self samples of the first event,
+/// then total samples, then index (so equal profiles give equal pages).
+pub fn function_rows(profile: &Profile) -> Vec<FunctionRow> {
+    let n = profile.events.len();
+    let mut rows: HashMap<usize, FunctionRow> = HashMap::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for stack in &profile.stacks {
+        if let Some(function) = self_function(profile, stack) {
+            let entry = rows.entry(function).or_insert_with(|| new_row(function, n));
+            add(&mut entry.self_counts, &stack.counts);
+        }
+        seen.clear();
+        for frame in stack.frames.iter().filter_map(|&f| profile.frames.get(f)) {
+            if !seen.contains(&frame.function) {
+                seen.push(frame.function);
+            }
+        }
+        for &function in &seen {
+            let entry = rows.entry(function).or_insert_with(|| new_row(function, n));
+            add(&mut entry.total_counts, &stack.counts);
+        }
+    }
+    let mut rows: Vec<FunctionRow> = rows.into_values().collect();
+    rows.sort_by(|a, b| {
+        b.self_counts
+            .first()
+            .cmp(&a.self_counts.first())
+            .then_with(|| b.total_counts.first().cmp(&a.total_counts.first()))
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    rows
+}
+
+fn new_row(function: usize, events: usize) -> FunctionRow {
+    FunctionRow {
+        function,
+        self_counts: vec![0; events],
+        total_counts: vec![0; events],
+    }
+}
+
+/// Self samples per image (index into [`Profile::images`]), one entry per event. Images
+/// without samples get zeros: an image that was mapped but never sampled is still listed.
+pub fn image_counts(profile: &Profile) -> Vec<Vec<u64>> {
+    let mut counts = vec![vec![0u64; profile.events.len()]; profile.images.len()];
+    for stack in &profile.stacks {
+        let image = self_function(profile, stack)
+            .and_then(|f| profile.functions.get(f))
+            .map(|f| f.image);
+        if let Some(slot) = image.and_then(|i| counts.get_mut(i)) {
+            add(slot, &stack.counts);
+        }
+    }
+    counts
+}
+
+/// What a call tree node stands for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NodeKey {
+    /// The root of one command's stacks.
+    Comm(String),
+    /// A function; `true` when it is an inlined call in its parent.
+    Function(usize, bool),
+}
+
+/// A node of the top-down call tree.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub key: NodeKey,
+    /// Samples of stacks through this node, per event.
+    pub counts: Vec<u64>,
+    /// Samples of stacks that end in this node, per event.
+    pub self_counts: Vec<u64>,
+    /// Indices into [`CallTree::nodes`], sorted by the first event's count, largest first.
+    pub children: Vec<usize>,
+}
+
+/// The top-down call tree: command, then frames from the root (`_start`, syscall entry) to
+/// the leaf, merged per function.
+#[derive(Debug, Clone)]
+pub struct CallTree {
+    /// Node 0 is the invisible root over all commands.
+    pub nodes: Vec<Node>,
+}
+
+impl CallTree {
+    pub fn build(profile: &Profile) -> CallTree {
+        let n = profile.events.len();
+        let new_node = |key| Node {
+            key,
+            counts: vec![0; n],
+            self_counts: vec![0; n],
+            children: Vec::new(),
+        };
+        let mut nodes = vec![new_node(NodeKey::Comm(String::new()))];
+        let mut index: HashMap<(usize, NodeKey), usize> = HashMap::new();
+        let mut child = |nodes: &mut Vec<Node>, parent: usize, key: NodeKey| -> usize {
+            *index.entry((parent, key.clone())).or_insert_with(|| {
+                nodes.push(new_node(key));
+                let id = nodes.len() - 1;
+                nodes[parent].children.push(id);
+                id
+            })
+        };
+        for stack in &profile.stacks {
+            add(&mut nodes[0].counts, &stack.counts);
+            let comm = profile
+                .threads
+                .get(stack.thread)
+                .map_or_else(|| "[unknown]".to_owned(), |t| t.comm.clone());
+            let mut at = child(&mut nodes, 0, NodeKey::Comm(comm));
+            add(&mut nodes[at].counts, &stack.counts);
+            for frame in stack
+                .frames
+                .iter()
+                .rev()
+                .filter_map(|&f| profile.frames.get(f))
+            {
+                at = child(
+                    &mut nodes,
+                    at,
+                    NodeKey::Function(frame.function, frame.inlined),
+                );
+                add(&mut nodes[at].counts, &stack.counts);
+            }
+            add(&mut nodes[at].self_counts, &stack.counts);
+        }
+        let order: Vec<Vec<u64>> = nodes.iter().map(|node| node.counts.clone()).collect();
+        for node in &mut nodes {
+            node.children
+                .sort_by(|&a, &b| order[b].first().cmp(&order[a].first()).then(a.cmp(&b)));
+        }
+        CallTree { nodes }
+    }
+}
+
+/// Samples at one source line of one function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotLine {
+    /// Index into [`Profile::functions`] of the innermost (possibly inlined) function.
+    pub function: usize,
+    pub file: String,
+    pub line: u32,
+    pub counts: Vec<u64>,
+}
+
+/// Source lines of the sampled addresses (innermost inline frame, which is where the code
+/// came from), largest first by the first event, at most `limit` of them.
+pub fn hot_lines(profile: &Profile, limit: usize) -> Vec<HotLine> {
+    let mut lines: HashMap<(usize, &str, u32), Vec<u64>> = HashMap::new();
+    for stack in &profile.stacks {
+        let Some(leaf) = stack.frames.first().and_then(|&f| profile.frames.get(f)) else {
+            continue;
+        };
+        let (Some(file), Some(line)) = (leaf.file.as_deref(), leaf.line) else {
+            continue;
+        };
+        let slot = lines
+            .entry((leaf.function, file, line))
+            .or_insert_with(|| vec![0; profile.events.len()]);
+        add(slot, &stack.counts);
+    }
+    let mut lines: Vec<HotLine> = lines
+        .into_iter()
+        .map(|((function, file, line), counts)| HotLine {
+            function,
+            file: file.to_owned(),
+            line,
+            counts,
+        })
+        .collect();
+    lines.sort_by(|a, b| {
+        b.counts
+            .first()
+            .cmp(&a.counts.first())
+            .then_with(|| a.file.cmp(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
+    lines.truncate(limit);
+    lines
+}
+
+/// `into[i] += from[i]`, tolerating a stack whose counts are shorter or longer than the
+/// event list (a malformed profile must not panic a renderer).
+fn add(into: &mut [u64], from: &[u64]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a = a.saturating_add(*b);
+    }
+}
+
+/// `part` as a percentage of `whole`, 0 when `whole` is 0.
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}

@@ -1,0 +1,250 @@
+//! Tests of the HTML page on the hand-built profile, in headless Chromium too.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::fixture;
+use super::*;
+
+fn page(annotation: Option<&Annotation>) -> String {
+    let mut out = Vec::new();
+    write(&fixture::profile(), annotation, &mut out).expect("the page renders");
+    String::from_utf8(out).expect("the page is UTF-8")
+}
+
+fn annotation() -> Annotation {
+    let row = |label: &str, text: &str, n: u64| source::Row {
+        label: label.to_owned(),
+        text: text.to_owned(),
+        counts: vec![n, 0],
+    };
+    Annotation {
+        function: "app:compute".to_owned(),
+        file: Some("/src/app/compute.c".to_owned()),
+        source: vec![
+            row("11", "for (i = 0; i < n; i++)", 0),
+            row("12", "    acc += hot_loop(v[i]); // <kprof-hot>", 60),
+            row("15", "return acc;", 10),
+        ],
+        disassembly: vec![row("1230", "add %eax,%ebx", 60)],
+        notes: vec![],
+    }
+}
+
+/// Every section is on the page and the hottest self function heads the functions table.
+#[test]
+fn write_html_fixture_has_every_section() {
+    let html = page(None);
+    for id in [
+        "images",
+        "functions",
+        "flamegraph",
+        "calltree",
+        "source",
+        "warnings",
+    ] {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "section {id} missing"
+        );
+    }
+    let first_row = first_body_row(&html, "functions-table");
+    assert!(first_row.contains(">compute<"), "{first_row}");
+    assert!(
+        first_row.contains(">70<") && first_row.contains("70.00%"),
+        "{first_row}"
+    );
+    // Symbol status of every image is spelled out.
+    assert!(html.contains("kallsyms fallback"));
+    assert!(html.contains("no symbols</span>: no file with build-id 9 found"));
+    assert!(html.contains("build-id match</span> <code>/build/linux/vmlinux</code>"));
+    // Markup in names is escaped.
+    assert!(html.contains("hot_loop&lt;int&gt;"));
+    assert!(!html.contains("hot_loop<int>"));
+}
+
+/// The page references nothing outside itself: no http(s) URL but SVG/XLink namespace names,
+/// no stylesheet or script links, and the flamegraph is a `data:` URL.
+#[test]
+fn write_html_fixture_is_self_contained() {
+    let html = page(Some(&annotation()));
+    let mut texts = vec![html.clone()];
+    for part in html.split("src=\"data:image/svg+xml;base64,").skip(1) {
+        let b64 = &part[..part.find('"').unwrap()];
+        texts.push(String::from_utf8(decode_base64(b64)).unwrap());
+    }
+    assert_eq!(texts.len(), 3, "one flamegraph per event");
+    for text in &texts {
+        // Namespace names identify XML vocabularies; browsers never fetch them.
+        for (at, _) in text.match_indices("://") {
+            let before = &text[..at];
+            let attr_start = before.rfind(' ').unwrap_or(0);
+            let attr = &before[attr_start..];
+            assert!(
+                attr.starts_with(" xmlns") && attr.ends_with("=\"http"),
+                "URL outside a namespace declaration: {}",
+                &text[attr_start..(at + 40).min(text.len())]
+            );
+        }
+        assert!(!text.contains("<link"), "a <link> element");
+        assert!(!text.contains("<script src"), "an external script");
+    }
+    assert!(texts[1].contains("cpu-clock flamegraph"));
+    assert!(texts[2].contains("page-faults flamegraph"));
+}
+
+/// The annotation is listed with its per-line counts, the hottest line highlighted.
+#[test]
+fn write_html_annotation_lists_lines_and_instructions() {
+    let html = page(Some(&annotation()));
+    let listing = &html[html
+        .find("<h3><code>app:compute</code></h3>")
+        .expect("heading")..];
+    assert!(listing.contains("Source lines") && listing.contains("Disassembly"));
+    let hot = &listing[listing.find("<tr class=\"hot\">").unwrap()..];
+    let hot = &hot[..hot.find("</tr>").unwrap()];
+    assert!(hot.contains(">60<") && hot.contains("60.00%") && hot.contains("&lt;kprof-hot&gt;"));
+    let page = page(None);
+    assert!(page.contains("No function was annotated"));
+}
+
+/// The hottest source line comes from the innermost inline frame.
+#[test]
+fn write_html_hot_lines_use_innermost_frame() {
+    let html = page(None);
+    let first = first_body_row(&html, "lines-table");
+    assert!(first.contains("/src/app/compute.h:5"), "{first}");
+    assert!(first.contains("hot_loop&lt;int&gt;"), "{first}");
+}
+
+/// A profile without events is refused with a message, not rendered empty.
+#[test]
+fn write_html_no_events_fails_clearly() {
+    let mut out = Vec::new();
+    let err = write(&Profile::default(), None, &mut out).unwrap_err();
+    assert!(format!("{err:#}").contains("no sampled events"), "{err:#}");
+}
+
+/// Headless Chromium renders the page: a non-blank screenshot, the top function in the DOM.
+#[test]
+fn render_html_chromium_shows_top_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    std::fs::write(&path, page(Some(&annotation()))).unwrap();
+    let shot = dir.path().join("report.png");
+    let dom = chromium(&path, &shot, dir.path());
+    assert_non_blank_png(&shot);
+    let table = &dom[dom
+        .find("id=\"functions-table\"")
+        .expect("functions table in the DOM")..];
+    let first_row = &table[..table.find("</tr>\n").unwrap_or(table.len()).min(4000)];
+    assert!(
+        first_row.contains("compute"),
+        "top function not first in the DOM"
+    );
+    if let Some(keep) = std::env::var_os("KPROF_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// Runs headless Chromium on `page`: writes a screenshot to `png`, returns the DOM after
+/// scripts ran.
+pub(crate) fn chromium(page: &Path, png: &Path, scratch: &Path) -> String {
+    let common = |profile: &str| -> Vec<String> {
+        [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([format!(
+            "--user-data-dir={}",
+            scratch.join(profile).display()
+        )])
+        .collect()
+    };
+    let url = format!("file://{}", page.display());
+    let shot = Command::new(chromium_binary())
+        .args(common("shot"))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg("--window-size=1400,2200")
+        .arg(&url)
+        .output()
+        .expect("chromium runs (apt-get install chromium)");
+    assert!(
+        shot.status.success(),
+        "chromium --screenshot failed: {}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let dom = Command::new(chromium_binary())
+        .args(common("dom"))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(
+        dom.status.success(),
+        "chromium --dump-dom failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    String::from_utf8(dom.stdout).expect("the DOM is UTF-8")
+}
+
+fn chromium_binary() -> PathBuf {
+    std::env::var_os("KPROF_CHROMIUM").map_or_else(|| PathBuf::from("chromium"), PathBuf::from)
+}
+
+/// The PNG decodes and is not one flat colour (a blank or failed render is).
+pub(crate) fn assert_non_blank_png(path: &Path) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(path).expect("chromium wrote the screenshot"),
+    ));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("a sane PNG size")];
+    let info = reader.next_frame(&mut buf).expect("PNG pixels");
+    let pixels = &buf[..info.buffer_size()];
+    let step = info.color_type.samples() * usize::from(info.bit_depth as u8).div_ceil(8);
+    let first = &pixels[..step];
+    let differing = pixels.chunks(step).filter(|p| *p != first).count();
+    let total = pixels.len() / step;
+    assert!(
+        differing * 100 > total,
+        "screenshot is blank: {differing} of {total} pixels differ from the first"
+    );
+}
+
+/// The text of the first row in the body of the table with id `id`.
+fn first_body_row<'a>(html: &'a str, id: &str) -> &'a str {
+    let table = &html[html.find(&format!("id=\"{id}\"")).expect("the table")..];
+    let body = &table[table.find("<tbody>").expect("a body")..];
+    &body[..body.find("</tr>").expect("a row")]
+}
+
+fn decode_base64(s: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut out = Vec::new();
+    for chunk in s.as_bytes().chunks(4) {
+        let n = chunk
+            .iter()
+            .take_while(|&&c| c != b'=')
+            .enumerate()
+            .fold(0u32, |n, (i, &c)| n | u32::from(value(c)) << (18 - 6 * i));
+        let bytes = chunk.iter().filter(|&&c| c != b'=').count() - 1;
+        out.extend(&n.to_be_bytes()[1..=bytes]);
+    }
+    out
+}
