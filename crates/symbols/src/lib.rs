@@ -3,6 +3,31 @@
 //! Reads a capture (kprof archive or bare perf.data), finds the symbol file of every image by
 //! GNU build-id and nothing else, and aggregates samples into a [`profile::Profile`] of resolved
 //! stacks that the renderers in `kprofctl` turn into text, JSON, flamegraphs, pprof or HTML.
+//!
+//! ```no_run
+//! let profile = kprof_symbols::symbolize("capture.kprof.tar.gz".as_ref(), &["vmlinux".into()])?;
+//! for row in kprof_symbols::views::functions(&profile, &kprof_symbols::views::Filter::default()) {
+//!     println!("{} {:?}", row.samples[0], profile.functions[row.function].name);
+//! }
+//! # Ok::<(), kprof_symbols::Error>(())
+//! ```
 
+pub mod annotate;
+pub mod capture;
+pub mod demangle;
+mod disasm;
 pub mod discover;
+pub mod elf;
+mod error;
+pub mod index;
+pub mod kallsyms;
+pub mod perf_header;
 pub mod profile;
+pub mod sources;
+mod symbolize;
+pub mod views;
+
+pub use capture::Capture;
+pub use error::{Error, Result};
+pub use profile::Profile;
+pub use symbolize::{symbolize, Options, Progress, Symbolizer};

@@ -24,6 +24,23 @@ pub struct Profile {
     /// Anything the user must know about the result: mismatched build-ids, kallsyms fallbacks,
     /// lost samples, unreadable files. Never dropped silently.
     pub warnings: Vec<String>,
+    /// Where the capture came from.
+    pub meta: Meta,
+}
+
+/// Facts about the capture as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// The capture file as given.
+    pub capture: String,
+    /// Host name, kernel release and architecture of the target, when recorded.
+    pub hostname: Option<String>,
+    pub os_release: Option<String>,
+    pub arch: Option<String>,
+    /// Samples the kernel reported lost.
+    pub lost_samples: u64,
+    /// The command line that was profiled, when recorded.
+    pub command: Option<String>,
 }
 
 /// A sampled event.
@@ -86,7 +103,7 @@ pub struct Function {
 }
 
 /// One resolved frame. Inlined calls produce several frames for one address.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Frame {
     /// Index into [`Profile::functions`].
     pub function: usize,

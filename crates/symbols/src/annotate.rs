@@ -1,0 +1,174 @@
+//! `--annotate FUNC`: a function's source lines with samples, and its disassembly with
+//! samples per instruction.
+
+use crate::elf::SymbolFile;
+use crate::profile::Profile;
+use crate::views::{self_frame, Filter};
+use std::collections::{BTreeMap, HashMap};
+
+/// Most source lines shown per file; a function spanning more is cut with a note.
+const MAX_SOURCE_LINES: u32 = 2000;
+
+/// An annotated function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Annotation {
+    /// Image and function name.
+    pub image: String,
+    pub function: String,
+    /// Address range of the function in its symbol file.
+    pub start: u64,
+    pub size: u64,
+    /// The event counted.
+    pub event: String,
+    /// Self samples of the function (the sum of `instructions[].samples`).
+    pub total: u64,
+    /// Source lines, grouped by file, in line order.
+    pub lines: Vec<SourceLine>,
+    /// Instructions in address order.
+    pub instructions: Vec<Instruction>,
+    /// Why parts are missing (no DWARF, source not found, no code bytes).
+    pub warnings: Vec<String>,
+}
+
+/// A source line with the samples of the instructions generated from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    pub file: String,
+    pub line: u32,
+    /// The text of the line, when the source file was found.
+    pub text: Option<String>,
+    pub samples: u64,
+}
+
+/// An instruction with its samples.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    pub address: u64,
+    pub bytes: Vec<u8>,
+    pub text: String,
+    pub samples: u64,
+    /// Source position of the instruction.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// Annotates function `function` of `profile`, counting event `event`, reading code and line
+/// tables from `file` (the image's symbol file, when there is one) and rewriting source paths
+/// with `rewrite`.
+pub fn annotate(
+    profile: &Profile,
+    filter: &Filter,
+    function: usize,
+    event: usize,
+    file: Option<&SymbolFile>,
+    rewrite: &dyn Fn(&str) -> String,
+) -> Annotation {
+    let f = &profile.functions[function];
+    let mut per_addr: HashMap<u64, u64> = HashMap::new();
+    let mut per_line: HashMap<(String, u32), u64> = HashMap::new();
+    let mut total = 0;
+    for s in profile.stacks.iter().filter(|s| filter.keeps(profile, s)) {
+        let Some(fr) = self_frame(profile, s) else { continue };
+        if profile.frames[fr].function != function {
+            continue;
+        }
+        let n = s.counts.get(event).copied().unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        total += n;
+        *per_addr.entry(profile.frames[fr].address).or_default() += n;
+        // The innermost frame's line: inlined code counts where it is written.
+        let leaf = &profile.frames[s.frames[0]];
+        if let (Some(file), Some(line)) = (&leaf.file, leaf.line) {
+            *per_line.entry((file.clone(), line)).or_default() += n;
+        }
+    }
+    let mut warnings = Vec::new();
+    let size = f.size.unwrap_or(0);
+    let mut instructions = Vec::new();
+    let mut rows = Vec::new();
+    match file {
+        None => warnings.push(format!(
+            "{}: no symbol file: no disassembly and no source lines",
+            profile.images[f.image].name
+        )),
+        Some(sf) => {
+            rows = sf.lines_in(f.start, f.start + size);
+            if rows.is_empty() {
+                warnings.push(format!("{}: no DWARF line table for this function", sf.path.display()));
+            }
+            match sf.code(f.start, f.start + size) {
+                Some(bytes) if size > 0 => {
+                    for (addr, len, text) in crate::disasm::decode(sf.arch, bytes, f.start) {
+                        let i = rows.partition_point(|r| r.0 <= addr);
+                        let pos = i.checked_sub(1).map(|i| &rows[i]);
+                        let off = (addr - f.start) as usize;
+                        instructions.push(Instruction {
+                            address: addr,
+                            bytes: bytes[off..(off + len).min(bytes.len())].to_vec(),
+                            text,
+                            samples: per_addr.get(&addr).copied().unwrap_or(0),
+                            file: pos.map(|r| rewrite(&r.1)),
+                            line: pos.map(|r| r.2),
+                        });
+                    }
+                    if sf.arch == crate::elf::Arch::Other {
+                        warnings.push("disassembly is only available for x86-64 and AArch64".into());
+                    }
+                }
+                _ => warnings.push(format!("{}: no code bytes for this function", sf.path.display())),
+            }
+        }
+    }
+    // Source: the line span the function's line table and samples cover, per file.
+    let mut spans: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    let mut widen = |file: String, line: u32| {
+        let e = spans.entry(file).or_insert((line, line));
+        e.0 = e.0.min(line);
+        e.1 = e.1.max(line);
+    };
+    for (_, file, line) in &rows {
+        if *line > 0 {
+            widen(rewrite(file), *line);
+        }
+    }
+    for (file, line) in per_line.keys() {
+        if *line > 0 {
+            widen(file.clone(), *line);
+        }
+    }
+    let mut lines = Vec::new();
+    for (file, (lo, hi)) in spans {
+        let text = std::fs::read_to_string(&file).ok();
+        if text.is_none() {
+            warnings.push(format!("source {file} not found (use --source-prefix OLD=NEW)"));
+        }
+        let src: Vec<&str> = text.as_deref().map(|t| t.lines().collect()).unwrap_or_default();
+        let hi = if hi - lo > MAX_SOURCE_LINES {
+            warnings.push(format!("{file}: only lines {lo}-{} shown", lo + MAX_SOURCE_LINES));
+            lo + MAX_SOURCE_LINES
+        } else {
+            hi
+        };
+        for line in lo..=hi {
+            lines.push(SourceLine {
+                file: file.clone(),
+                line,
+                text: src.get(line as usize - 1).map(|s| s.to_string()),
+                samples: per_line.get(&(file.clone(), line)).copied().unwrap_or(0),
+            });
+        }
+    }
+    Annotation {
+        image: profile.images[f.image].name.clone(),
+        function: f.name.clone().unwrap_or_else(|| "[unknown]".into()),
+        start: f.start,
+        size,
+        event: profile.events.get(event).map(|e| e.name.clone()).unwrap_or_default(),
+        total,
+        lines,
+        instructions,
+        warnings,
+    }
+}

@@ -1,0 +1,182 @@
+//! Opening a capture: a kprof archive (`.kprof.tar.gz`) or a bare perf.data.
+//!
+//! The archive's perf.data is unpacked to a temporary file so that memory stays bounded by
+//! what the reader buffers, not by the size of the capture.
+
+use crate::error::{Error, Result};
+use kprof_capture::Manifest;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Largest manifest.json or modules snapshot accepted; real ones are a few KiB.
+const MAX_SMALL_MEMBER: u64 = 64 << 20;
+/// Largest kallsyms snapshot accepted; a distro kernel's is ~15 MiB.
+const MAX_KALLSYMS: u64 = 512 << 20;
+
+/// The parts of a capture.
+#[derive(Debug)]
+pub struct Capture {
+    /// The path the user gave.
+    pub path: PathBuf,
+    /// The perf.data, possibly a temporary file unpacked from the archive.
+    pub perf_data: PathBuf,
+    /// Keeps the unpacked perf.data alive.
+    _temp: Option<tempfile::TempPath>,
+    /// The agent's manifest; `None` for a bare perf.data.
+    pub manifest: Option<Manifest>,
+    /// The `/proc/kallsyms` snapshot, when the archive has one.
+    pub kallsyms: Option<String>,
+    /// The `/proc/modules` snapshot, when the archive has one.
+    pub modules: Option<String>,
+}
+
+impl Capture {
+    /// Opens an archive or a bare perf.data, telling them apart by their first bytes.
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut magic = [0u8; 8];
+        let n = read_up_to(&mut file, &mut magic).map_err(|e| Error::io(path, e))?;
+        let magic = &magic[..n];
+        if magic.starts_with(&[0x1f, 0x8b]) {
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| Error::io(path, e))?;
+            Self::open_archive(path, file)
+        } else if magic == b"PERFILE2" || magic == b"2ELIFREP" {
+            Ok(Self {
+                path: path.to_path_buf(),
+                perf_data: path.to_path_buf(),
+                _temp: None,
+                manifest: None,
+                kallsyms: None,
+                modules: None,
+            })
+        } else {
+            Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                magic: magic.to_vec(),
+            })
+        }
+    }
+
+    fn open_archive(path: &Path, file: File) -> Result<Self> {
+        let bad = |why: String| Error::BadArchive {
+            path: path.to_path_buf(),
+            why,
+        };
+        let gz = flate2::read::GzDecoder::new(BufReader::new(file));
+        let mut archive = tar::Archive::new(gz);
+        let mut perf: Option<(tempfile::TempPath, u64)> = None;
+        let mut manifest_text = None;
+        let mut kallsyms = None;
+        let mut modules = None;
+        let entries = archive
+            .entries()
+            .map_err(|e| bad(format!("reading the tar stream: {e}")))?;
+        for entry in entries {
+            let mut entry = entry.map_err(|e| bad(format!("reading the tar stream: {e}")))?;
+            let name = entry
+                .path()
+                .map_err(|e| bad(format!("bad member name: {e}")))?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let size = entry.header().size().unwrap_or(u64::MAX);
+            match name.as_str() {
+                kprof_capture::PERF_DATA => {
+                    let mut tmp = tempfile::Builder::new()
+                        .prefix("kprof-perf-")
+                        .suffix(".data")
+                        .tempfile()
+                        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+                    let copied = std::io::copy(&mut entry, tmp.as_file_mut()).map_err(|e| {
+                        bad(format!("{name}: truncated or corrupted after some bytes: {e}"))
+                    })?;
+                    if copied != size {
+                        return Err(bad(format!(
+                            "{name}: header says {size} bytes, only {copied} present"
+                        )));
+                    }
+                    perf = Some((tmp.into_temp_path(), copied));
+                }
+                kprof_capture::MANIFEST => {
+                    manifest_text = Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
+                }
+                kprof_capture::KALLSYMS => {
+                    kallsyms = Some(read_member(&mut entry, &name, size, MAX_KALLSYMS).map_err(bad)?)
+                }
+                kprof_capture::MODULES => {
+                    modules = Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
+                }
+                _ => {}
+            }
+        }
+        let Some((perf_path, perf_size)) = perf else {
+            return Err(bad(format!("no {} member", kprof_capture::PERF_DATA)));
+        };
+        let manifest = match manifest_text {
+            Some(text) => Some(parse_manifest(path, &text)?),
+            None => None,
+        };
+        if let Some(m) = &manifest {
+            if m.perf_data.size != 0 && m.perf_data.size != perf_size {
+                return Err(bad(format!(
+                    "perf.data is {perf_size} bytes, the manifest recorded {}",
+                    m.perf_data.size
+                )));
+            }
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            perf_data: perf_path.to_path_buf(),
+            _temp: Some(perf_path),
+            manifest,
+            kallsyms,
+            modules,
+        })
+    }
+}
+
+fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
+    let bad = |why: String| Error::BadManifest {
+        path: path.to_path_buf(),
+        why,
+    };
+    let manifest: Manifest = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    if manifest.schema != kprof_capture::MANIFEST_SCHEMA {
+        return Err(bad(format!("unknown schema {:?}", manifest.schema)));
+    }
+    if manifest.version > kprof_capture::MANIFEST_VERSION {
+        return Err(bad(format!(
+            "manifest version {} is newer than this kprofctl understands ({})",
+            manifest.version,
+            kprof_capture::MANIFEST_VERSION
+        )));
+    }
+    Ok(manifest)
+}
+
+fn read_member(r: &mut impl Read, name: &str, size: u64, max: u64) -> std::result::Result<String, String> {
+    if size > max {
+        return Err(format!("{name}: {size} bytes is more than the {max} bytes accepted"));
+    }
+    let mut buf = Vec::with_capacity(size as usize);
+    r.take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("{name}: truncated or corrupted: {e}"))?;
+    if buf.len() as u64 != size {
+        return Err(format!("{name}: header says {size} bytes, {} present", buf.len()));
+    }
+    String::from_utf8(buf).map_err(|_| format!("{name}: not UTF-8 text"))
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,486 @@
+//! One symbol file (vmlinux, a `.ko`, a user ELF or its split debug file): function symbols,
+//! DWARF lines with inline frames, and code bytes for disassembly, all in one address space.
+//!
+//! A relocatable `.ko` is given a [`Placement`] (section name → load address recorded on the
+//! board); its allocated sections are placed there and its `.rela.debug_*` relocations are
+//! applied before DWARF is read, so the load addresses of samples are looked up directly.
+//! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
+
+use crate::demangle::demangle;
+use crate::error::{Error, Result};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationTarget, SectionIndex};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// DWARF reader type: sections copied (and for modules relocated) into reference-counted buffers.
+pub type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+
+/// Section name → load address, for relocatable modules.
+pub type Placement = HashMap<String, u64>;
+
+/// Symbols kept by name whatever else is at their address.
+const ANCHORS: &[&str] = &["_text", "_stext"];
+
+/// Instruction set of a symbol file, for the disassembler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct Sym {
+    start: u64,
+    size: u64,
+    name: String,
+}
+
+/// An executable section: where its bytes are in the file and where they are in memory.
+#[derive(Debug, Clone, Copy)]
+struct Code {
+    addr: u64,
+    file_offset: usize,
+    len: usize,
+}
+
+/// A frame of an address: innermost (inlined) first, outermost (the real function) last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    pub name: Option<String>,
+    /// Start and size of the outermost function's symbol; `None` for inlined frames.
+    pub func_start: Option<u64>,
+    pub func_size: Option<u64>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub inlined: bool,
+}
+
+/// A loaded symbol file.
+pub struct SymbolFile {
+    pub path: PathBuf,
+    /// Separate file the DWARF came from, when not `path`.
+    pub debug_path: Option<PathBuf>,
+    pub build_id: Option<String>,
+    pub arch: Arch,
+    /// The file had `.debug_line`: lookups give file:line.
+    pub has_lines: bool,
+    /// The file had a symbol table with functions.
+    pub has_symbols: bool,
+    /// The file is relocatable (a `.ko`).
+    pub relocatable: bool,
+    symbols: Vec<Sym>,
+    anchors: HashMap<String, u64>,
+    dwarf: Option<addr2line::Context<Reader>>,
+    /// `(file offset, vaddr, file size)` of each PT_LOAD segment.
+    segments: Vec<(u64, u64, u64)>,
+    code: Vec<Code>,
+    map: Rc<memmap2::Mmap>,
+    /// Allocated sections of a relocatable file with the address they were placed at and size.
+    placed: Vec<(String, u64, u64)>,
+}
+
+impl std::fmt::Debug for SymbolFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymbolFile")
+            .field("path", &self.path)
+            .field("build_id", &self.build_id)
+            .field("symbols", &self.symbols.len())
+            .field("has_lines", &self.has_lines)
+            .finish()
+    }
+}
+
+/// Maps a file read-only.
+pub fn map_file(path: &Path) -> Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: the mapping is read-only and private; a symbol file changed underneath us while
+    // reporting gives wrong symbols at worst, as with any other reader of it.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+}
+
+/// Reads the GNU build-id of an ELF file, lowercase hex; `Ok(None)` when it has none.
+pub fn read_build_id(data: &[u8]) -> std::result::Result<Option<String>, object::Error> {
+    let obj = object::File::parse(data)?;
+    Ok(obj.build_id()?.map(hex))
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl SymbolFile {
+    /// Loads `path`, with DWARF taken from `debug` when given (a split debug file), placing a
+    /// relocatable file's sections as `placement` says.
+    pub fn open(path: &Path, debug: Option<&Path>, placement: Option<&Placement>) -> Result<Self> {
+        let bad = |p: &Path, why: String| Error::BadElf {
+            path: p.to_path_buf(),
+            why,
+        };
+        let map = Rc::new(map_file(path)?);
+        let obj = object::File::parse(&map[..]).map_err(|e| bad(path, e.to_string()))?;
+        let build_id = obj.build_id().ok().flatten().map(hex);
+        let arch = match obj.architecture() {
+            object::Architecture::X86_64 => Arch::X86_64,
+            object::Architecture::Aarch64 => Arch::Aarch64,
+            _ => Arch::Other,
+        };
+        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+        let empty = Placement::new();
+        let placement = if relocatable { Some(placement.unwrap_or(&empty)) } else { None };
+        let section_addr = section_addresses(&obj, placement);
+
+        let mut segments = Vec::new();
+        for seg in obj.segments() {
+            let (off, size) = seg.file_range();
+            if size > 0 {
+                segments.push((off, seg.address(), size));
+            }
+        }
+        let mut code = Vec::new();
+        let mut placed = Vec::new();
+        for sec in obj.sections() {
+            let addr = match section_addr.get(&sec.index()) {
+                Some(Some(a)) => *a,
+                Some(None) => continue,
+                None => sec.address(),
+            };
+            if relocatable && is_alloc(&sec) {
+                placed.push((sec.name().unwrap_or("").to_string(), addr, sec.size()));
+            }
+            if sec.kind() == object::SectionKind::Text {
+                if let Some((off, len)) = sec.file_range() {
+                    code.push(Code {
+                        addr,
+                        file_offset: off as usize,
+                        len: len as usize,
+                    });
+                }
+            }
+        }
+
+        let mut symbols = collect_symbols(&obj, &section_addr);
+        let debug_map;
+        let debug_obj;
+        let dwarf_obj = match debug {
+            Some(d) => {
+                debug_map = map_file(d)?;
+                debug_obj = object::File::parse(&debug_map[..]).map_err(|e| bad(d, e.to_string()))?;
+                if symbols.is_empty() {
+                    symbols = collect_symbols(&debug_obj, &section_addresses(&debug_obj, placement));
+                }
+                &debug_obj
+            }
+            None => &obj,
+        };
+        // Aliases such as `_text` may be merged away below; KASLR needs them by name.
+        let anchors = symbols
+            .iter()
+            .filter(|s| ANCHORS.contains(&s.name.as_str()))
+            .map(|s| (s.name.clone(), s.start))
+            .collect();
+        finish_symbols(&mut symbols);
+        let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
+        let dwarf = if dwarf_obj.section_by_name(".debug_info").is_some() {
+            let sec_addr = section_addresses(dwarf_obj, placement);
+            let d = load_dwarf(dwarf_obj, relocatable.then_some(&sec_addr))
+                .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?;
+            Some(addr2line::Context::from_dwarf(d).map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?)
+        } else {
+            None
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            debug_path: debug.map(Path::to_path_buf),
+            build_id,
+            arch,
+            has_lines: has_lines && dwarf.is_some(),
+            has_symbols: !symbols.is_empty(),
+            relocatable,
+            symbols,
+            anchors,
+            dwarf,
+            segments,
+            code,
+            map: map.clone(),
+            placed,
+        })
+    }
+
+    /// Address of a symbol by name (first match), e.g. `_text` for the KASLR offset.
+    pub fn symbol_address(&self, name: &str) -> Option<u64> {
+        self.anchors
+            .get(name)
+            .copied()
+            .or_else(|| self.symbols.iter().find(|s| s.name == name).map(|s| s.start))
+    }
+
+    /// Converts a file offset (from MMAP2 `pgoff`) to an address in this file.
+    pub fn offset_to_address(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(off, _, size)| offset >= *off && offset < off + size)
+            .map(|(off, vaddr, _)| vaddr + (offset - off))
+    }
+
+    /// The allocated sections a relocatable file was placed at: `(name, address, size)`.
+    pub fn placed_sections(&self) -> &[(String, u64, u64)] {
+        &self.placed
+    }
+
+    /// Whether `addr` falls into one of the placed sections.
+    pub fn contains_placed(&self, addr: u64) -> bool {
+        self.placed
+            .iter()
+            .any(|(_, a, s)| addr >= *a && addr < a.saturating_add(*s))
+    }
+
+    /// The function symbol containing `addr`: `(name, start, size)`.
+    pub fn symbol_at(&self, addr: u64) -> Option<(&str, u64, u64)> {
+        let i = self.symbols.partition_point(|s| s.start <= addr);
+        let s = self.symbols.get(i.checked_sub(1)?)?;
+        (addr < s.start.saturating_add(s.size.max(1))).then_some((s.name.as_str(), s.start, s.size))
+    }
+
+    /// Source position of one address, without inline expansion.
+    pub fn location(&self, addr: u64) -> Option<(String, u32)> {
+        let ctx = self.dwarf.as_ref()?;
+        let loc = ctx.find_location(addr).ok()??;
+        Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// Every line-table row in `[start, end)`: `(address, file, line)`, sorted by address.
+    pub fn lines_in(&self, start: u64, end: u64) -> Vec<(u64, String, u32)> {
+        let Some(ctx) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Ok(iter) = ctx.find_location_range(start, end) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u64, String, u32)> = iter
+            .filter_map(|(addr, _len, loc)| Some((addr, loc.file?.to_string(), loc.line?)))
+            .collect();
+        out.sort_by_key(|r| r.0);
+        out
+    }
+
+    /// Code bytes at `[start, end)`, when an executable section covers them.
+    pub fn code(&self, start: u64, end: u64) -> Option<&[u8]> {
+        let c = self
+            .code
+            .iter()
+            .find(|c| start >= c.addr && end <= c.addr + c.len as u64)?;
+        let from = c.file_offset + (start - c.addr) as usize;
+        self.map.get(from..from + (end - start) as usize)
+    }
+
+    /// Frames of `addr`, innermost inlined call first, the symbol's own function last.
+    pub fn frames(&self, addr: u64) -> Vec<RawFrame> {
+        let sym = self.symbol_at(addr);
+        let mut out = Vec::new();
+        if let Some(ctx) = &self.dwarf {
+            if let Ok(mut iter) = ctx.find_frames(addr).skip_all_loads() {
+                while let Ok(Some(f)) = iter.next() {
+                    let name = f
+                        .function
+                        .as_ref()
+                        .and_then(|n| n.raw_name().ok().map(|n| demangle(n.as_ref())));
+                    let (file, line) = match &f.location {
+                        Some(l) => (l.file.map(str::to_string), l.line),
+                        None => (None, None),
+                    };
+                    out.push(RawFrame {
+                        name,
+                        func_start: None,
+                        func_size: None,
+                        file,
+                        line,
+                        inlined: true,
+                    });
+                }
+            }
+        }
+        if out.is_empty() {
+            let (file, line) = match self.location(addr) {
+                Some((f, l)) => (Some(f), Some(l)),
+                None => (None, None),
+            };
+            out.push(RawFrame {
+                name: None,
+                func_start: None,
+                func_size: None,
+                file,
+                line,
+                inlined: false,
+            });
+        }
+        let last = out.last_mut().expect("one frame");
+        last.inlined = false;
+        if let Some((name, start, size)) = sym {
+            // The symbol table names the function as perf does; DWARF names the inlined ones.
+            last.name = Some(demangle(name));
+            last.func_start = Some(start);
+            last.func_size = Some(size);
+        }
+        out
+    }
+}
+
+fn is_alloc(sec: &object::Section<'_, '_>) -> bool {
+    matches!(sec.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_ALLOC) != 0)
+}
+
+/// For a relocatable file: each section's address (`Some(None)` = allocated but not placed).
+/// Empty for executables, whose sections keep their link-time addresses.
+fn section_addresses(
+    obj: &object::File<'_>,
+    placement: Option<&Placement>,
+) -> HashMap<SectionIndex, Option<u64>> {
+    let mut out = HashMap::new();
+    let Some(placement) = placement else {
+        return out;
+    };
+    for sec in obj.sections() {
+        let name = sec.name().unwrap_or("");
+        let addr = if is_alloc(&sec) {
+            placement.get(name).copied()
+        } else {
+            // Debug sections refer to each other by offset: they sit at 0.
+            Some(0)
+        };
+        out.insert(sec.index(), addr);
+    }
+    out
+}
+
+fn collect_symbols(obj: &object::File<'_>, section_addr: &HashMap<SectionIndex, Option<u64>>) -> Vec<Sym> {
+    let mut syms = Vec::new();
+    let text_sections: Vec<SectionIndex> = obj
+        .sections()
+        .filter(|s| s.kind() == object::SectionKind::Text)
+        .map(|s| s.index())
+        .collect();
+    let add = |syms: &mut Vec<Sym>, sym: object::Symbol<'_, '_>| {
+        let Some(idx) = sym.section_index() else { return };
+        let is_func = sym.kind() == object::SymbolKind::Text;
+        let in_text = text_sections.contains(&idx);
+        if !in_text || !(is_func || sym.kind() == object::SymbolKind::Unknown) {
+            return;
+        }
+        let Ok(name) = sym.name() else { return };
+        if name.is_empty() || name.starts_with("$x") || name.starts_with("$d") || name.starts_with(".L") {
+            return;
+        }
+        let start = if section_addr.is_empty() {
+            sym.address()
+        } else {
+            match section_addr.get(&idx) {
+                Some(Some(base)) => base + sym.address(),
+                _ => return,
+            }
+        };
+        syms.push(Sym {
+            start,
+            size: sym.size(),
+            name: name.to_string(),
+        });
+    };
+    for s in obj.symbols() {
+        add(&mut syms, s);
+    }
+    if syms.is_empty() {
+        for s in obj.dynamic_symbols() {
+            add(&mut syms, s);
+        }
+    }
+    syms
+}
+
+fn finish_symbols(syms: &mut Vec<Sym>) {
+    // Prefer sized symbols over aliases without size at the same address.
+    syms.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+    syms.dedup_by_key(|s| s.start);
+    for i in 0..syms.len() {
+        if syms[i].size == 0 {
+            let next = syms.get(i + 1).map(|n| n.start);
+            syms[i].size = next.map(|n| n - syms[i].start).unwrap_or(1);
+        }
+    }
+}
+
+/// Loads DWARF; for a relocatable file applies the relocations of each debug section using the
+/// section addresses in `reloc`.
+fn load_dwarf(
+    obj: &object::File<'_>,
+    reloc: Option<&HashMap<SectionIndex, Option<u64>>>,
+) -> std::result::Result<gimli::Dwarf<Reader>, String> {
+    let endian = if obj.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> std::result::Result<Reader, String> {
+        let Some(sec) = obj.section_by_name(id.name()) else {
+            return Ok(Reader::new(Rc::from(&[][..]), endian));
+        };
+        let data: Cow<'_, [u8]> = sec.uncompressed_data().map_err(|e| format!("{}: {e}", id.name()))?;
+        let data = match reloc {
+            Some(addrs) => Cow::Owned(relocate(obj, &sec, data.into_owned(), addrs)?),
+            None => data,
+        };
+        Ok(Reader::new(Rc::from(&data[..]), endian))
+    };
+    gimli::Dwarf::load(load)
+}
+
+fn relocate(
+    obj: &object::File<'_>,
+    sec: &object::Section<'_, '_>,
+    mut data: Vec<u8>,
+    addrs: &HashMap<SectionIndex, Option<u64>>,
+) -> std::result::Result<Vec<u8>, String> {
+    let little = obj.is_little_endian();
+    for (offset, rel) in sec.relocations() {
+        let target = match rel.target() {
+            RelocationTarget::Symbol(i) => {
+                let Ok(sym) = obj.symbol_by_index(i) else { continue };
+                match sym.section_index() {
+                    Some(si) => match addrs.get(&si) {
+                        Some(Some(base)) => base.wrapping_add(sym.address()),
+                        // A section that was not loaded (e.g. `.exit.text`): leave it at 0.
+                        _ => sym.address(),
+                    },
+                    None => sym.address(),
+                }
+            }
+            RelocationTarget::Section(si) => addrs.get(&si).copied().flatten().unwrap_or(0),
+            RelocationTarget::Absolute => 0,
+            _ => continue,
+        };
+        if rel.kind() != object::RelocationKind::Absolute {
+            continue;
+        }
+        let value = target.wrapping_add(rel.addend() as u64);
+        let off = offset as usize;
+        match rel.size() {
+            64 => {
+                let b = if little { value.to_le_bytes() } else { value.to_be_bytes() };
+                if let Some(dst) = data.get_mut(off..off + 8) {
+                    dst.copy_from_slice(&b);
+                }
+            }
+            32 => {
+                let v = value as u32;
+                let b = if little { v.to_le_bytes() } else { v.to_be_bytes() };
+                if let Some(dst) = data.get_mut(off..off + 4) {
+                    dst.copy_from_slice(&b);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(data)
+}

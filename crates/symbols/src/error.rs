@@ -1,0 +1,45 @@
+//! The library's error type: every variant names the file or thing at fault.
+
+use std::path::PathBuf;
+
+/// Errors of reading a capture or a symbol file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The capture is neither a kprof archive nor a perf.data file.
+    #[error("{}: not a kprof capture (.kprof.tar.gz) nor a perf.data file (first bytes {magic:02x?})", path.display())]
+    UnknownFormat { path: PathBuf, magic: Vec<u8> },
+    /// The archive is damaged or misses a member.
+    #[error("{}: bad kprof archive: {why}", path.display())]
+    BadArchive { path: PathBuf, why: String },
+    /// The perf.data header or records are damaged.
+    #[error("{}: bad perf.data: {why}", path.display())]
+    BadPerfData { path: PathBuf, why: String },
+    /// The manifest does not parse or has an unknown schema.
+    #[error("{}: bad manifest.json: {why}", path.display())]
+    BadManifest { path: PathBuf, why: String },
+    /// An ELF file could not be parsed.
+    #[error("{}: bad ELF file: {why}", path.display())]
+    BadElf { path: PathBuf, why: String },
+    /// A requested function or item is not in the profile.
+    #[error("{0}")]
+    NotFound(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Result with the library's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,104 @@
+//! `/proc/kallsyms` snapshots: kernel and module function names without source lines.
+
+use std::collections::HashMap;
+
+/// Text symbols of a kallsyms snapshot, per owner (`""` = the kernel image, else a module).
+#[derive(Debug, Default, Clone)]
+pub struct Kallsyms {
+    /// Owner → symbols sorted by address.
+    owners: HashMap<String, Vec<(u64, String)>>,
+    /// All text symbols sorted by address, with their owner index into `names`.
+    all: Vec<(u64, u32)>,
+    owner_names: Vec<String>,
+}
+
+impl Kallsyms {
+    /// Parses the text of `/proc/kallsyms`; lines that do not parse are skipped.
+    /// Returns `None` when every address is zero (read with `kptr_restrict` in force).
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut owners: HashMap<String, Vec<(u64, String)>> = HashMap::new();
+        let mut any_nonzero = false;
+        for line in text.lines() {
+            let mut it = line.split_ascii_whitespace();
+            let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if !matches!(kind, "t" | "T" | "w" | "W") {
+                continue;
+            }
+            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            any_nonzero |= addr != 0;
+            let owner = it
+                .next()
+                .map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string())
+                .unwrap_or_default();
+            owners.entry(owner).or_default().push((addr, name.to_string()));
+        }
+        if !any_nonzero {
+            return None;
+        }
+        let mut owner_names: Vec<String> = owners.keys().cloned().collect();
+        owner_names.sort();
+        let mut all = Vec::new();
+        for (i, o) in owner_names.iter().enumerate() {
+            let syms = owners.get_mut(o).expect("owner");
+            syms.sort();
+            all.extend(syms.iter().map(|(a, _)| (*a, i as u32)));
+        }
+        all.sort();
+        Some(Self {
+            owners,
+            all,
+            owner_names,
+        })
+    }
+
+    /// Address of a kernel symbol, e.g. `_text`.
+    pub fn kernel_symbol(&self, name: &str) -> Option<u64> {
+        self.owners.get("")?.iter().find(|(_, n)| n == name).map(|(a, _)| *a)
+    }
+
+    /// The owner (`""` for the kernel, else the module name) of the closest symbol at or below.
+    pub fn owner_of(&self, addr: u64) -> Option<&str> {
+        let i = self.all.partition_point(|(a, _)| *a <= addr);
+        let (_, o) = self.all.get(i.checked_sub(1)?)?;
+        Some(&self.owner_names[*o as usize])
+    }
+
+    /// The symbol of `owner` at or below `addr`: `(name, start, size to the next symbol)`.
+    pub fn lookup(&self, owner: &str, addr: u64) -> Option<(&str, u64, Option<u64>)> {
+        let syms = self.owners.get(owner)?;
+        let i = syms.partition_point(|(a, _)| *a <= addr);
+        let (start, name) = syms.get(i.checked_sub(1)?)?;
+        let size = syms.get(i).map(|(n, _)| n - start);
+        Some((name, *start, size))
+    }
+
+    /// Whether a module has symbols in the snapshot.
+    pub fn has_owner(&self, owner: &str) -> bool {
+        self.owners.contains_key(owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kallsyms;
+
+    /// Kernel and module symbols are told apart and looked up by nearest lower address.
+    #[test]
+    fn lookup_kallsyms_module_and_kernel() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _text\nffffffff81000100 t do_thing\nffffffff81000200 D data\n\
+             ffffffffc0000000 t drv_read\t[mychardrv]\nffffffffc0000040 t drv_write\t[mychardrv]\n",
+        )
+        .unwrap();
+        assert_eq!(k.kernel_symbol("_text"), Some(0xffffffff81000000));
+        assert_eq!(k.owner_of(0xffffffffc0000044), Some("mychardrv"));
+        assert_eq!(
+            k.lookup("mychardrv", 0xffffffffc0000010),
+            Some(("drv_read", 0xffffffffc0000000, Some(0x40)))
+        );
+        assert_eq!(k.lookup("", 0xffffffff81000150).unwrap().0, "do_thing");
+        assert!(Kallsyms::parse("0000000000000000 T _text\n").is_none());
+    }
+}

@@ -1,0 +1,152 @@
+//! Finding the symbol file of an image: by GNU build-id and nothing else.
+//!
+//! Looked up in order: the build-id index of the user's symbol paths, perf's `~/.debug` cache,
+//! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here. A file
+//! with the image's name and another build-id is remembered to report the mismatch.
+
+use crate::elf::{hex, map_file};
+use crate::index::BuildIdIndex;
+use object::Object;
+use std::path::{Path, PathBuf};
+
+/// Where a symbol file was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// `path` has the build-id; `debug` is a separate file with its DWARF, when there is one.
+    Found { path: PathBuf, debug: Option<PathBuf> },
+    /// Only a file with another build-id.
+    Mismatch { path: PathBuf, found: String },
+    /// Nothing; the reason.
+    Missing(String),
+}
+
+/// Facts about one file on disk.
+#[derive(Debug, Clone)]
+struct FileFacts {
+    build_id: Option<String>,
+    debug_info: bool,
+    debuglink: Option<String>,
+}
+
+fn facts(path: &Path) -> Option<FileFacts> {
+    let map = map_file(path).ok()?;
+    let obj = object::File::parse(&map[..]).ok()?;
+    Some(FileFacts {
+        build_id: obj.build_id().ok().flatten().map(hex),
+        debug_info: obj.section_by_name(".debug_info").is_some(),
+        debuglink: obj
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned()),
+    })
+}
+
+/// The lookup configuration and the index.
+#[derive(Debug)]
+pub struct Sources {
+    pub index: BuildIdIndex,
+    /// `~/.debug`, perf's build-id cache.
+    pub perf_cache: Option<PathBuf>,
+    /// `/usr/lib/debug` (a root for `.build-id/` and for debuglink paths).
+    pub debug_roots: Vec<PathBuf>,
+    /// Try the path recorded on the target (useful for perf.data recorded on this host).
+    pub use_recorded_paths: bool,
+}
+
+impl Sources {
+    /// Looks up the symbol file of an image with the recorded `build_id`, named `names` on
+    /// the target (e.g. `vmlinux`, `mychardrv.ko`), recorded at `recorded_path`.
+    pub fn find(&self, build_id: Option<&str>, names: &[String], recorded_path: Option<&Path>) -> Lookup {
+        let Some(id) = build_id else {
+            return Lookup::Missing("no build-id was recorded for it".into());
+        };
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        candidates.extend(self.index.by_build_id(id).into_iter().map(|(p, _)| p.to_path_buf()));
+        if id.len() > 2 {
+            let (head, tail) = id.split_at(2);
+            if let Some(cache) = &self.perf_cache {
+                let d = cache.join(".build-id").join(head).join(tail);
+                candidates.push(d.join("debug"));
+                candidates.push(d.join("elf"));
+            }
+            for root in &self.debug_roots {
+                candidates.push(root.join(".build-id").join(head).join(format!("{tail}.debug")));
+            }
+        }
+        if self.use_recorded_paths {
+            if let Some(p) = recorded_path {
+                candidates.push(p.to_path_buf());
+            }
+        }
+        let mut best: Option<(PathBuf, FileFacts)> = None;
+        for c in &candidates {
+            let Some(f) = facts(c) else { continue };
+            if f.build_id.as_deref() != Some(id) {
+                continue;
+            }
+            let better = match &best {
+                None => true,
+                Some((_, b)) => f.debug_info && !b.debug_info,
+            };
+            if better {
+                best = Some((c.clone(), f));
+            }
+        }
+        if let Some((path, f)) = best {
+            let debug = if f.debug_info {
+                None
+            } else {
+                self.debuglink_target(&path, recorded_path, f.debuglink.as_deref(), id)
+            };
+            return Lookup::Found { path, debug };
+        }
+        // Nothing with the id: is there a file of that name with another id?
+        for name in names {
+            for (p, e) in self.index.by_name(name) {
+                if let Some(found) = &e.build_id {
+                    if found != id {
+                        return Lookup::Mismatch {
+                            path: p.to_path_buf(),
+                            found: found.clone(),
+                        };
+                    }
+                }
+            }
+        }
+        if self.use_recorded_paths {
+            if let Some(p) = recorded_path {
+                if let Some(FileFacts { build_id: Some(found), .. }) = facts(p) {
+                    return Lookup::Mismatch {
+                        path: p.to_path_buf(),
+                        found,
+                    };
+                }
+            }
+        }
+        Lookup::Missing(format!(
+            "no file with build-id {id} under the symbol paths ({} ELF files indexed), ~/.debug or /usr/lib/debug",
+            self.index.len()
+        ))
+    }
+
+    /// The split debug file of a stripped binary, via `.gnu_debuglink`, checked by build-id.
+    fn debuglink_target(&self, binary: &Path, recorded: Option<&Path>, link: Option<&str>, id: &str) -> Option<PathBuf> {
+        let link = link?;
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for base in [Some(binary), recorded].into_iter().flatten() {
+            if let Some(dir) = base.parent() {
+                dirs.push(dir.to_path_buf());
+                dirs.push(dir.join(".debug"));
+                for root in &self.debug_roots {
+                    dirs.push(root.join(dir.strip_prefix("/").unwrap_or(dir)));
+                }
+            }
+        }
+        let by_index = self.index.by_name(link).into_iter().map(|(p, _)| p.to_path_buf());
+        dirs.into_iter()
+            .map(|d| d.join(link))
+            .chain(by_index)
+            .find(|p| matches!(facts(p), Some(f) if f.debug_info && f.build_id.as_deref() == Some(id)))
+    }
+}

@@ -1,0 +1,274 @@
+//! The report views computed from a [`Profile`]: functions, images, callers and callees trees.
+//! Renderers format these; they do not aggregate themselves.
+
+use crate::profile::{Profile, Stack};
+use std::collections::HashMap;
+
+/// Which samples a view counts (`--image`, `--kernel`/`--user`, `--comm`, `--pid`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Leaf image name (`mychardrv.ko`, `vmlinux`, `libc.so.6`) or its recorded path.
+    pub image: Option<String>,
+    /// Only samples whose leaf is in the kernel or a module.
+    pub kernel: bool,
+    /// Only samples whose leaf is in user space.
+    pub user: bool,
+    /// Only threads with this command name.
+    pub comm: Option<String>,
+    /// Only this process (or thread) id.
+    pub pid: Option<i32>,
+}
+
+impl Filter {
+    /// Whether a stack is counted.
+    pub fn keeps(&self, p: &Profile, s: &Stack) -> bool {
+        let t = &p.threads[s.thread];
+        if self.comm.as_ref().is_some_and(|c| *c != t.comm) {
+            return false;
+        }
+        if self.pid.is_some_and(|pid| pid != t.pid && pid != t.tid) {
+            return false;
+        }
+        let leaf = s
+            .frames
+            .first()
+            .map(|f| &p.images[p.functions[p.frames[*f].function].image]);
+        if let Some(name) = &self.image {
+            match leaf {
+                Some(img) if img.name == *name || img.recorded_path == *name => {}
+                _ => return false,
+            }
+        }
+        if self.kernel && !leaf.is_some_and(|i| i.kernel) {
+            return false;
+        }
+        if self.user && leaf.is_none_or(|i| i.kernel) {
+            return false;
+        }
+        true
+    }
+}
+
+/// A copy of the profile with only the stacks the filter keeps (tables stay whole, so
+/// indices remain valid).
+pub fn filtered(p: &Profile, f: &Filter) -> Profile {
+    let mut out = p.clone();
+    out.stacks.retain(|s| f.keeps(p, s));
+    out
+}
+
+/// Index of the function a stack's samples are "self" time of: its first non-inlined frame,
+/// the symbol as `perf report` names it.
+pub fn self_frame(p: &Profile, s: &Stack) -> Option<usize> {
+    s.frames
+        .iter()
+        .copied()
+        .find(|f| !p.frames[*f].inlined)
+        .or_else(|| s.frames.first().copied())
+}
+
+/// A row of the functions view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionRow {
+    /// Index into [`Profile::functions`].
+    pub function: usize,
+    /// Self samples per event, parallel to [`Profile::events`].
+    pub samples: Vec<u64>,
+    /// The source line of this function with most samples of the first event.
+    pub hot_line: Option<HotLine>,
+}
+
+/// The hottest source line of a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotLine {
+    pub file: String,
+    pub line: u32,
+    pub samples: u64,
+}
+
+/// Self samples per function, most samples of event `sort_event` first.
+pub fn functions(p: &Profile, f: &Filter) -> Vec<FunctionRow> {
+    functions_by(p, f, 0)
+}
+
+/// [`functions`], sorted by the samples of event `sort_event`.
+pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionRow> {
+    let nev = p.events.len();
+    let mut rows: HashMap<usize, (Vec<u64>, HashMap<(String, u32), u64>)> = HashMap::new();
+    for s in &p.stacks {
+        if !f.keeps(p, s) {
+            continue;
+        }
+        let Some(fr) = self_frame(p, s) else { continue };
+        let frame = &p.frames[fr];
+        let e = rows.entry(frame.function).or_insert_with(|| (vec![0; nev], HashMap::new()));
+        for (a, b) in e.0.iter_mut().zip(&s.counts) {
+            *a += b;
+        }
+        if let (Some(file), Some(line)) = (&frame.file, frame.line) {
+            *e.1.entry((file.clone(), line)).or_default() += s.counts.get(sort_event).copied().unwrap_or(0);
+        }
+    }
+    let mut out: Vec<FunctionRow> = rows
+        .into_iter()
+        .map(|(function, (samples, lines))| {
+            let hot_line = lines
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|((file, line), samples)| HotLine { file, line, samples });
+            FunctionRow {
+                function,
+                samples,
+                hot_line,
+            }
+        })
+        .collect();
+    let name = |i: usize| p.functions[i].name.as_deref().unwrap_or("");
+    out.sort_by(|a, b| {
+        b.samples
+            .get(sort_event)
+            .cmp(&a.samples.get(sort_event))
+            .then_with(|| b.samples.iter().sum::<u64>().cmp(&a.samples.iter().sum::<u64>()))
+            .then_with(|| name(a.function).cmp(name(b.function)))
+    });
+    out
+}
+
+/// A row of the images summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRow {
+    /// Index into [`Profile::images`].
+    pub image: usize,
+    /// Self samples per event.
+    pub samples: Vec<u64>,
+}
+
+/// Self samples per image, most first.
+pub fn images(p: &Profile, f: &Filter) -> Vec<ImageRow> {
+    let nev = p.events.len();
+    let mut per: HashMap<usize, Vec<u64>> = HashMap::new();
+    for s in &p.stacks {
+        if !f.keeps(p, s) {
+            continue;
+        }
+        let Some(fr) = self_frame(p, s) else { continue };
+        let img = p.functions[p.frames[fr].function].image;
+        let e = per.entry(img).or_insert_with(|| vec![0; nev]);
+        for (a, b) in e.iter_mut().zip(&s.counts) {
+            *a += b;
+        }
+    }
+    let mut out: Vec<ImageRow> = per.into_iter().map(|(image, samples)| ImageRow { image, samples }).collect();
+    out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.image.cmp(&b.image)));
+    out
+}
+
+/// Total samples per event that a filter keeps.
+pub fn totals(p: &Profile, f: &Filter) -> Vec<u64> {
+    let mut t = vec![0; p.events.len()];
+    for s in p.stacks.iter().filter(|s| f.keeps(p, s)) {
+        for (a, b) in t.iter_mut().zip(&s.counts) {
+            *a += b;
+        }
+    }
+    t
+}
+
+/// Functions whose name is `name`, or `image:name` to pick one image.
+pub fn find_functions(p: &Profile, name: &str) -> Vec<usize> {
+    let (image, func) = match name.split_once(':') {
+        Some((i, f)) if !i.is_empty() && !f.starts_with(':') && !i.ends_with(':') => (Some(i), f),
+        _ => (None, name),
+    };
+    p.functions
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.name.as_deref() == Some(func))
+        .filter(|(_, f)| image.is_none_or(|i| p.images[f.image].name == i))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A node of a callers or callees tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallNode {
+    /// Index into [`Profile::functions`].
+    pub function: usize,
+    /// Samples (of the chosen event) through this path.
+    pub samples: u64,
+    /// Children, most samples first.
+    pub children: Vec<CallNode>,
+}
+
+/// Direction of a call tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Who calls the function: root = the function, children = its callers.
+    Callers,
+    /// What the function calls: root = the function, children = its callees.
+    Callees,
+}
+
+/// The callers or callees tree of the functions `targets` (merged), counting event `event`.
+/// Stacks run across the user→kernel boundary, so a syscall's user callers appear too.
+pub fn call_tree(p: &Profile, f: &Filter, targets: &[usize], event: usize, dir: Direction) -> CallNode {
+    let mut root = CallNode {
+        function: targets.first().copied().unwrap_or(0),
+        samples: 0,
+        children: Vec::new(),
+    };
+    for s in p.stacks.iter().filter(|s| f.keeps(p, s)) {
+        let n = s.counts.get(event).copied().unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        let funcs: Vec<usize> = s.frames.iter().map(|fr| p.frames[*fr].function).collect();
+        let path: Vec<usize> = match dir {
+            Direction::Callers => match funcs.iter().position(|x| targets.contains(x)) {
+                Some(i) => funcs[i + 1..].to_vec(),
+                None => continue,
+            },
+            Direction::Callees => match funcs.iter().rposition(|x| targets.contains(x)) {
+                Some(i) => funcs[..i].iter().rev().copied().collect(),
+                None => continue,
+            },
+        };
+        root.samples += n;
+        let mut node = &mut root;
+        let mut prev = node.function;
+        for func in path {
+            // Inline expansion repeats a function for consecutive frames of one address.
+            if func == prev {
+                continue;
+            }
+            prev = func;
+            let i = match node.children.iter().position(|c| c.function == func) {
+                Some(i) => i,
+                None => {
+                    node.children.push(CallNode {
+                        function: func,
+                        samples: 0,
+                        children: Vec::new(),
+                    });
+                    node.children.len() - 1
+                }
+            };
+            node = &mut node.children[i];
+            node.samples += n;
+        }
+    }
+    sort_tree(&mut root);
+    root
+}
+
+fn sort_tree(n: &mut CallNode) {
+    n.children.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
+    for c in &mut n.children {
+        sort_tree(c);
+    }
+}
+
+/// `A/B` of two events' samples, for `--ratio`.
+pub fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b != 0).then(|| a as f64 / b as f64)
+}
