@@ -5,7 +5,7 @@ HOMEPAGE = "https://github.com/kprof/kprof"
 BUGTRACKER = "https://github.com/kprof/kprof/issues"
 SECTION = "kernel"
 LICENSE = "GPL-2.0-only"
-LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=fcab174c20ea2e2bc0be64b493708266"
+LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f74c12a4bdbcfcfe61"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
