@@ -156,3 +156,90 @@ fn push_sanitized(line: &mut String, s: &str) {
         c => c,
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::html::fixture;
+    use kprof_symbols::profile::{Stack, Thread};
+
+    fn text(profile: &Profile, event: usize) -> String {
+        let mut out = Vec::new();
+        write_event(profile, event, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Root first, `image:function` frames, kernel `_[k]` and inlined `_[i]` suffixes.
+    #[test]
+    fn write_collapsed_fixture_exact() {
+        let mut out = Vec::new();
+        write(&fixture::profile(), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "app;app:_start;app:main;app:compute 10\n\
+             app;app:_start;app:main;app:compute;app:hot_loop<int>_[i] 60\n\
+             app;app:_start;app:main;libc.so.6:[unknown] 5\n\
+             app;app:_start;app:main;libc.so.6:write;vmlinux:entry_SYSCALL_64_[k];\
+             vmlinux:do_syscall_64_[k];vmlinux:ksys_write_[k];vmlinux:vfs_write_[k];\
+             mychardrv.ko:mychardrv_write_[k];mychardrv.ko:mychardrv_checksum_[k] 25\n"
+        );
+    }
+
+    /// Another event has its own counts, and stacks without samples of it are left out.
+    #[test]
+    fn write_collapsed_second_event_skips_zero_stacks() {
+        let out = text(&fixture::profile(), 1);
+        assert_eq!(out.lines().count(), 3, "{out}");
+        assert!(
+            out.contains("app:compute;app:hot_loop<int>_[i] 6\n"),
+            "{out}"
+        );
+        assert!(!out.contains("[unknown]"), "{out}");
+    }
+
+    /// Threads of one command fold into one line; separators in names cannot split frames.
+    #[test]
+    fn write_collapsed_same_comm_merges_and_sanitizes() {
+        let mut profile = fixture::profile();
+        profile.threads = vec![
+            Thread {
+                pid: 1,
+                tid: 1,
+                comm: "a;b c".to_owned(),
+            },
+            Thread {
+                pid: 1,
+                tid: 2,
+                comm: "a;b c".to_owned(),
+            },
+        ];
+        let frames = profile.stacks[1].frames.clone();
+        profile.stacks = vec![
+            Stack {
+                frames: frames.clone(),
+                thread: 0,
+                counts: vec![3, 0],
+            },
+            Stack {
+                frames,
+                thread: 1,
+                counts: vec![4, 0],
+            },
+        ];
+        profile.functions[fixture::COMPUTE].name = Some("odd;name\nx".to_owned());
+        assert_eq!(
+            text(&profile, 0),
+            "a:b c;app:_start;app:main;app:odd:name x 7\n"
+        );
+    }
+
+    /// An event index past the profile's events is an error naming the count.
+    #[test]
+    fn write_collapsed_unknown_event_fails_clearly() {
+        let err = write_event(&fixture::profile(), 5, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "event #5 does not exist: the profile has 2 event(s)"
+        );
+    }
+}

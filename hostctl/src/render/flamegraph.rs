@@ -101,3 +101,72 @@ fn shade(name: &str) -> f32 {
     });
     (hash % 1000) as f32 / 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::html::fixture;
+
+    fn svg(profile: &Profile, event: usize) -> String {
+        let mut out = Vec::new();
+        write_svg_event(profile, event, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The fill colour of the frame whose tooltip starts with `title`.
+    fn fill(svg: &str, title: &str) -> (u8, u8, u8) {
+        let at = svg
+            .find(&format!("<title>{title} ("))
+            .unwrap_or_else(|| panic!("no frame {title}"));
+        let rgb = &svg[at..];
+        let rgb = &rgb[rgb.find("fill=\"rgb(").unwrap() + 10..];
+        let rgb: Vec<u8> = rgb[..rgb.find(')').unwrap()]
+            .split(',')
+            .map(|c| c.trim().parse().unwrap())
+            .collect();
+        (rgb[0], rgb[1], rgb[2])
+    }
+
+    /// Title names the event; frames are image-qualified with their sample counts.
+    #[test]
+    fn write_svg_fixture_names_event_and_frames() {
+        let svg = svg(&fixture::profile(), 0);
+        assert!(svg.starts_with("<?xml"), "an SVG document");
+        assert!(svg.contains(">cpu-clock flamegraph<"));
+        assert!(svg.contains("<title>vmlinux:ksys_write (25 samples, 25.00%)</title>"));
+        assert!(svg.contains("<title>app:compute (70 samples, 70.00%)</title>"));
+        // Suffixes only steer colour; the tooltip shows the plain name.
+        assert!(svg.contains("<title>app:hot_loop&lt;int&gt; (60 samples, 60.00%)</title>"));
+        let other = self::svg(&fixture::profile(), 1);
+        assert!(other.contains(">page-faults flamegraph<"));
+        assert!(other.contains("<title>vmlinux:ksys_write (3 samples, 30.00%)</title>"));
+    }
+
+    /// Kernel frames are orange, module frames purple, user frames red, inlined aqua.
+    #[test]
+    fn write_svg_fixture_colours_by_space() {
+        let svg = svg(&fixture::profile(), 0);
+        let (r, g, b) = fill(&svg, "vmlinux:vfs_write");
+        assert!(r > g && g > b && b < 60, "kernel {r},{g},{b}");
+        let (r, g, b) = fill(&svg, "mychardrv.ko:mychardrv_checksum");
+        assert!(b > 180 && g < 160 && r > 150, "module {r},{g},{b}");
+        let (r, g, b) = fill(&svg, "app:main");
+        assert!(r >= 200 && g < 140 && b < 130, "user {r},{g},{b}");
+        let (r, g, b) = fill(&svg, "app:hot_loop&lt;int&gt;");
+        assert!(g > 160 && b > 160 && r < 120, "inlined {r},{g},{b}");
+    }
+
+    /// An event without samples is an error that names it, not an empty picture.
+    #[test]
+    fn write_svg_event_without_samples_fails_clearly() {
+        let mut profile = fixture::profile();
+        for stack in &mut profile.stacks {
+            stack.counts[1] = 0;
+        }
+        let err = write_svg_event(&profile, 1, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no samples of event page-faults to draw a flamegraph from"
+        );
+    }
+}

@@ -28,6 +28,8 @@ pub const HOT_LOOP: usize = 9;
 pub const LIBC_WRITE: usize = 10;
 pub const LIBC_UNKNOWN: usize = 11;
 
+// The profile model grows fields (capture metadata); their defaults suit every test.
+#[allow(clippy::needless_update)]
 pub fn profile() -> Profile {
     let image = |name: &str, path: &str, kernel: bool, symbols: SymbolSource| Image {
         name: name.to_owned(),

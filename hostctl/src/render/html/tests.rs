@@ -1,5 +1,6 @@
 //! Tests of the HTML page on the hand-built profile, in headless Chromium too.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -203,7 +204,7 @@ fn chromium_binary() -> PathBuf {
 
 /// The PNG decodes and is not one flat colour (a blank or failed render is).
 pub(crate) fn assert_non_blank_png(path: &Path) {
-    let decoder = png::Decoder::new(std::io::BufReader::new(
+    let decoder = png::Decoder::new(io::BufReader::new(
         std::fs::File::open(path).expect("chromium wrote the screenshot"),
     ));
     let mut reader = decoder.read_info().expect("a PNG");
