@@ -13,9 +13,8 @@ LIC_FILES_CHKSUM = "file://Cargo.toml;beginline=8;endline=8;md5=86b31c7756a1a796
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
 
-# scarthgap unpacks into WORKDIR and has no UNPACKDIR; whinlatter and later define it.
-UNPACKDIR ??= "${WORKDIR}"
-S = "${UNPACKDIR}/kprof"
+# whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
+S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof"
 
 inherit cargo cargo-update-recipe-crates
 

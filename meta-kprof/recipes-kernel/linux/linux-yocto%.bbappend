@@ -8,7 +8,8 @@ SRC_URI:append:kprof = " file://kprof.cfg ${@kprof_arch_fragment(d)}"
 # Options that exist on one architecture only live in their own fragment, so that the
 # kernel-yocto configuration audit does not warn about symbols the architecture lacks.
 def kprof_arch_fragment(d):
-    arch = d.getVar('ARCH')
-    if arch in ('x86', 'arm64'):
-        return 'file://kprof-%s.cfg' % arch
-    return ''
+    fragments = {
+        'x86': 'file://kprof-x86.cfg',
+        'arm64': 'file://kprof-arm64.cfg',
+    }
+    return fragments.get(d.getVar('ARCH'), '')

@@ -10,9 +10,8 @@ LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
 
-# scarthgap unpacks into WORKDIR and has no UNPACKDIR; whinlatter and later define it.
-UNPACKDIR ??= "${WORKDIR}"
-S = "${UNPACKDIR}/kprof/examples/mychardrv"
+# whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
+S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv"
 
 inherit module
 
