@@ -827,6 +827,20 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     }
     // From here on, a failure keeps what was captured.
     work.keep = true;
+    let names: Vec<&str> = opened.iter().map(|e| e.spec.name.as_str()).collect();
+    warn(format_args!(
+        "recording {} on CPUs {}{}",
+        names.join(","),
+        cpus.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        if o.command.is_empty() && o.duration.is_none() {
+            " until SIGINT/SIGTERM"
+        } else {
+            ""
+        }
+    ));
 
     let deadline = o.duration.map(|d| Instant::now() + d);
     let mut pfds: Vec<libc::pollfd> = rings
