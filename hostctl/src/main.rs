@@ -4,6 +4,7 @@
 mod cmd;
 mod remote;
 mod render;
+mod state;
 
 use clap::{Parser, Subcommand};
 

@@ -1,9 +1,192 @@
-//! `kprofctl deploy`.
+//! `kprofctl deploy`: check that the agent binary suits the board, upload and install it.
+
+use crate::remote::{board, elf, shell::quote, transfer, Remote, SshArgs, Target};
+use crate::state::State;
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `kprofctl deploy`.
 #[derive(Debug, clap::Args)]
-pub struct DeployArgs {}
+pub struct DeployArgs {
+    /// The board: [user@]host[:port] or an ~/.ssh/config alias.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// The agent binary to install (default: $KPROF_AGENT, or the static kprof-agent built by
+    /// ci/build-agent next to kprofctl that matches the board's machine).
+    #[arg(long, value_name = "PATH")]
+    pub agent: Option<PathBuf>,
+    /// Where to install it on the board; /tmp/kprof-agent is used if this is read-only.
+    #[arg(long, value_name = "BOARD_PATH", default_value = board::AGENT_PATH)]
+    pub install_path: String,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+}
 
-pub fn run(_args: DeployArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`kprofctl deploy` is not available in this build")
+pub fn run(args: DeployArgs) -> anyhow::Result<()> {
+    let target = Target::resolve(&args.target)?;
+    let remote = Remote::connect(&target, &args.ssh)?;
+    let installed = deploy(&remote, args.agent.as_deref(), &args.install_path)?;
+    let mut state = State::load()?;
+    state.remember(&target.spec).agent = Some(installed.path.clone());
+    state.save()?;
+    println!(
+        "{}: {} installed at {}",
+        target, installed.version, installed.path
+    );
+    Ok(())
+}
+
+/// An agent on the board.
+#[derive(Debug)]
+pub struct Installed {
+    pub path: String,
+    pub version: String,
+}
+
+/// Checks, uploads and installs the agent; returns where it went and what it says it is.
+pub fn deploy(
+    remote: &Remote,
+    agent: Option<&Path>,
+    install_path: &str,
+) -> anyhow::Result<Installed> {
+    let t = &remote.target;
+    let uname = board::machine(remote)?;
+    let local = match agent {
+        Some(p) => p.to_path_buf(),
+        None => find_local_agent(&uname)?,
+    };
+    let bytes =
+        std::fs::read(&local).with_context(|| format!("cannot read agent {}", local.display()))?;
+    let kind =
+        elf::parse(&bytes).map_err(|why| anyhow::anyhow!("agent {}: {why}", local.display()))?;
+    if let Some(why) = elf::mismatch(&kind, &uname) {
+        anyhow::bail!(
+            "agent {} cannot run on {t}: {why}; build it for the board (ci/build-agent \
+             <rust-target>) and pass --agent",
+            local.display()
+        );
+    }
+    if elf::expected_for_uname(&uname).is_none() {
+        eprintln!(
+            "kprofctl: {t}: unknown machine `{uname}`: cannot check the agent's ELF machine ({})",
+            kind.describe()
+        );
+    }
+    if let Some(interp) = &kind.interpreter {
+        eprintln!(
+            "kprofctl: warning: {} is dynamically linked (needs {interp} on the board); \
+             ci/build-agent makes the static build boards need",
+            local.display()
+        );
+    }
+    let sum = transfer::sha256_file(&local)?;
+
+    let path = match upload(remote, &bytes, install_path, &sum) {
+        Ok(()) => install_path.to_owned(),
+        Err(first) if install_path != board::AGENT_FALLBACK_PATH => {
+            eprintln!(
+                "kprofctl: {t}: cannot install to {install_path} ({first:#}); \
+                 installing to {} instead (lost at reboot)",
+                board::AGENT_FALLBACK_PATH
+            );
+            upload(remote, &bytes, board::AGENT_FALLBACK_PATH, &sum)?;
+            board::AGENT_FALLBACK_PATH.to_owned()
+        }
+        Err(e) => return Err(e),
+    };
+    let version = board::agent_version(remote, &path)?;
+    Ok(Installed { path, version })
+}
+
+/// Writes `bytes` to `dest` through a temporary name, so a cut upload never leaves a broken
+/// agent in place, and checks what arrived.
+fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Result<()> {
+    let tmp = format!("{dest}.kprof-new");
+    let dir = Path::new(dest)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "/".into());
+    let command = format!(
+        "mkdir -p {dir} && cat > {tmp} && chmod 755 {tmp} && \
+         {{ if command -v sha256sum >/dev/null 2>&1; then sha256sum {tmp}; else echo \"- $(wc -c < {tmp})\"; fi; }}",
+        dir = quote(&dir),
+        tmp = quote(&tmp)
+    );
+    let bar = transfer::progress_bar(bytes.len() as u64, "kprof-agent");
+    let out = remote.exec_with_input(&command, &mut &bytes[..], |n| bar.inc(n));
+    bar.finish_and_clear();
+    let out = out?;
+    if out.status != 0 {
+        let _ = remote.exec(&format!("rm -f {}", quote(&tmp)));
+        anyhow::bail!("{}", first_line(&out.stderr_str()));
+    }
+    let reply = out.stdout_str();
+    let mut fields = reply.split_whitespace();
+    let ok = match (fields.next(), fields.next()) {
+        (Some("-"), Some(size)) => size == bytes.len().to_string(),
+        (Some(sum), _) => sum.eq_ignore_ascii_case(sha256),
+        _ => false,
+    };
+    if !ok {
+        let _ = remote.exec(&format!("rm -f {}", quote(&tmp)));
+        anyhow::bail!("the uploaded agent does not match the local file (board says `{reply}`)");
+    }
+    remote.exec_ok(
+        &format!("mv -f {} {}", quote(&tmp), quote(dest)),
+        &format!("installing {dest}"),
+    )?;
+    Ok(())
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// `$KPROF_AGENT`, else a kprof-agent for the board's machine next to kprofctl or in the cargo
+/// target directory kprofctl runs from (`target/<rust-target>/agent/kprof-agent`, where
+/// ci/build-agent puts it). Static builds are preferred.
+pub fn find_local_agent(uname: &str) -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("KPROF_AGENT") {
+        return Ok(PathBuf::from(p));
+    }
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            candidates.push(dir.join("kprof-agent"));
+            if let Some(target_dir) = dir.parent() {
+                for entry in std::fs::read_dir(target_dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    candidates.push(entry.path().join("agent/kprof-agent"));
+                    candidates.push(entry.path().join("release/kprof-agent"));
+                }
+                candidates.push(target_dir.join("agent/kprof-agent"));
+            }
+        }
+    }
+    let mut best: Option<(PathBuf, bool)> = None;
+    for path in &candidates {
+        let Ok(bytes) = std::fs::read(path) else {
+            continue;
+        };
+        let Ok(kind) = elf::parse(&bytes) else {
+            continue;
+        };
+        if elf::mismatch(&kind, uname).is_some() {
+            continue;
+        }
+        let is_static = kind.interpreter.is_none();
+        if best.as_ref().is_none_or(|(_, s)| is_static && !s) {
+            best = Some((path.clone(), is_static));
+        }
+    }
+    best.map(|(p, _)| p).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no kprof-agent for a `{}` board found next to kprofctl: build one with \
+             `ci/build-agent [RUST_TARGET]` and pass its path with --agent",
+            uname.trim()
+        )
+    })
 }

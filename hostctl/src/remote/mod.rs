@@ -1,1 +1,15 @@
 //! The board side over ssh: targets, authentication, host keys, transfers.
+
+mod auth;
+pub mod board;
+pub mod elf;
+pub mod kernel_match;
+mod known_hosts;
+mod session;
+pub mod shell;
+mod ssh_config;
+mod target;
+pub mod transfer;
+
+pub use session::{Remote, SshArgs};
+pub use target::Target;

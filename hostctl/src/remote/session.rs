@@ -1,0 +1,316 @@
+//! One authenticated ssh connection to a board, and running commands over it.
+
+use super::auth;
+use super::known_hosts::{HostKey, HostKeyCheck, KnownHosts};
+use super::target::Target;
+use anyhow::Context as _;
+use ssh2::{MethodType, Session};
+use std::io::Read as _;
+use std::net::{TcpStream, ToSocketAddrs as _};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How to log in, shared by `deploy`, `run` and `fetch`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SshArgs {
+    /// Private key to try first (repeatable); then ssh-agent, ~/.ssh/config's IdentityFile or
+    /// ~/.ssh/id_{ed25519,ecdsa,rsa}, an empty password, $KPROF_PASSWORD or a prompt.
+    #[arg(short = 'i', long = "identity", value_name = "FILE", global = false)]
+    pub identity: Vec<PathBuf>,
+    /// Trust a host key ~/.ssh/known_hosts does not list yet, and add it there. A key that
+    /// differs from the listed one is refused regardless.
+    #[arg(long)]
+    pub accept_new_host_key: bool,
+}
+
+/// Seconds a blocking ssh operation may wait for the board before the link counts as dead.
+const IO_TIMEOUT_MS: u32 = 60_000;
+
+/// An authenticated session. Every error it returns names the target.
+pub struct Remote {
+    sess: Session,
+    pub target: Target,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+/// What a command printed and how it ended.
+#[derive(Debug)]
+pub struct Output {
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Output {
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).trim().to_owned()
+    }
+
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).trim().to_owned()
+    }
+}
+
+impl Remote {
+    /// Connects, checks the host key against `~/.ssh/known_hosts` and logs in.
+    pub fn connect(target: &Target, args: &SshArgs) -> anyhow::Result<Remote> {
+        let tcp = tcp_connect(target)?;
+        let mut sess = Session::new().with_context(|| format!("{target}: cannot start ssh"))?;
+        sess.set_tcp_stream(tcp);
+        sess.set_timeout(IO_TIMEOUT_MS);
+        let home = super::ssh_config::home_dir()
+            .ok_or_else(|| anyhow::anyhow!("$HOME is not set: cannot find ~/.ssh/known_hosts"))?;
+        let known_hosts = KnownHosts::for_home(&home);
+        let name = target.known_hosts_name();
+        prefer_known_key_types(&sess, &known_hosts.known_types(&name)?);
+        sess.handshake()
+            .with_context(|| format!("{target}: ssh handshake failed"))?;
+        verify_host_key(&sess, target, &known_hosts, args.accept_new_host_key)?;
+        auth::authenticate(&sess, target, &args.identity)?;
+        // Keeps NAT and the board's idle timers from dropping a quiet capture.
+        sess.set_keepalive(false, 15);
+        Ok(Remote {
+            sess,
+            target: target.clone(),
+        })
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.sess
+    }
+
+    /// Opens a session channel running `command` under the login shell.
+    pub fn channel(&self, command: &str) -> anyhow::Result<ssh2::Channel> {
+        let t = &self.target;
+        let mut ch = self
+            .sess
+            .channel_session()
+            .map_err(|e| link_error(t, "cannot open a channel", e))?;
+        ch.exec(command)
+            .map_err(|e| link_error(t, "cannot start a command", e))?;
+        Ok(ch)
+    }
+
+    /// Runs `command` and collects its output (for short outputs: stdout is read before stderr).
+    pub fn exec(&self, command: &str) -> anyhow::Result<Output> {
+        let mut ch = self.channel(command)?;
+        self.finish(&mut ch)
+    }
+
+    /// Runs `command` feeding it `input` on stdin.
+    pub fn exec_with_input(
+        &self,
+        command: &str,
+        input: &mut dyn std::io::Read,
+        mut progress: impl FnMut(u64),
+    ) -> anyhow::Result<Output> {
+        let t = &self.target;
+        let mut ch = self.channel(command)?;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = input
+                .read(&mut buf)
+                .with_context(|| format!("{t}: reading the local input failed"))?;
+            if n == 0 {
+                break;
+            }
+            std::io::Write::write_all(&mut ch, &buf[..n])
+                .map_err(|e| io_link_error(t, "upload interrupted", &e))?;
+            progress(n as u64);
+        }
+        ch.send_eof()
+            .map_err(|e| link_error(t, "upload interrupted", e))?;
+        self.finish(&mut ch)
+    }
+
+    /// Runs `command`; a non-zero exit is an error carrying its stderr. Returns trimmed stdout.
+    pub fn exec_ok(&self, command: &str, what: &str) -> anyhow::Result<String> {
+        let out = self.exec(command)?;
+        if out.status != 0 {
+            let err = out.stderr_str();
+            anyhow::bail!(
+                "{}: {what} failed (exit status {}){}",
+                self.target,
+                out.status,
+                if err.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {err}")
+                }
+            );
+        }
+        Ok(out.stdout_str())
+    }
+
+    /// Reads a channel to its end and returns what the command printed and its exit status.
+    pub fn finish(&self, ch: &mut ssh2::Channel) -> anyhow::Result<Output> {
+        let t = &self.target;
+        let mut stdout = Vec::new();
+        ch.read_to_end(&mut stdout)
+            .map_err(|e| io_link_error(t, "connection lost", &e))?;
+        let mut stderr = Vec::new();
+        ch.stderr()
+            .read_to_end(&mut stderr)
+            .map_err(|e| io_link_error(t, "connection lost", &e))?;
+        ch.wait_close()
+            .map_err(|e| link_error(t, "connection lost", e))?;
+        let status = ch
+            .exit_status()
+            .map_err(|e| link_error(t, "connection lost", e))?;
+        Ok(Output {
+            status,
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// An ssh-level failure worded for a person: which board, what was going on, what went wrong.
+pub fn link_error(target: &Target, doing: &str, err: ssh2::Error) -> anyhow::Error {
+    let why = match err.code() {
+        ssh2::ErrorCode::Session(-9) => "timed out waiting for the board".to_owned(),
+        ssh2::ErrorCode::Session(-7 | -13 | -43) => "the connection was closed".to_owned(),
+        _ => err.message().to_owned(),
+    };
+    anyhow::anyhow!("{target}: {doing}: {why}")
+}
+
+/// [`link_error`] for the `std::io` errors channel reads and writes give.
+pub fn io_link_error(target: &Target, doing: &str, err: &std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("{target}: {doing}: {err}")
+}
+
+fn tcp_connect(target: &Target) -> anyhow::Result<TcpStream> {
+    let addrs: Vec<_> = (target.host.as_str(), target.port)
+        .to_socket_addrs()
+        .with_context(|| format!("{target}: cannot resolve host `{}`", target.host))?
+        .collect();
+    let mut last = None;
+    for addr in &addrs {
+        match TcpStream::connect_timeout(addr, Duration::from_secs(10)) {
+            Ok(tcp) => {
+                tune_socket(&tcp);
+                return Ok(tcp);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    match last {
+        Some(e) => Err(anyhow::anyhow!("{target}: cannot connect: {e}")),
+        None => Err(anyhow::anyhow!(
+            "{target}: host `{}` has no address",
+            target.host
+        )),
+    }
+}
+
+/// TCP keepalive and a user timeout, so that a pulled cable ends in an error, not a hang.
+fn tune_socket(tcp: &TcpStream) {
+    let sock = socket2::SockRef::from(tcp);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(15))
+        .with_interval(Duration::from_secs(5))
+        .with_retries(4);
+    // Best effort: a socket without these options still works, it only notices a dead link later.
+    let _ = sock.set_tcp_keepalive(&keepalive);
+    let _ = sock.set_tcp_user_timeout(Some(Duration::from_secs(45)));
+    let _ = sock.set_tcp_nodelay(true);
+}
+
+/// Puts the key types known_hosts already has for this host first, so that a known host is
+/// not asked for a type we have never seen (OpenSSH orders its proposal the same way).
+fn prefer_known_key_types(sess: &Session, known: &[String]) {
+    if known.is_empty() {
+        return;
+    }
+    let Ok(supported) = sess.supported_algs(MethodType::HostKey) else {
+        return;
+    };
+    let mut order: Vec<&str> = Vec::new();
+    for key_type in known {
+        let algs: &[&str] = match key_type.as_str() {
+            "ssh-rsa" => &["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"],
+            other => &[other][..],
+        };
+        for alg in algs {
+            if let Some(s) = supported.iter().find(|s| *s == alg) {
+                if !order.contains(s) {
+                    order.push(s);
+                }
+            }
+        }
+    }
+    for s in &supported {
+        if !order.contains(s) {
+            order.push(s);
+        }
+    }
+    let _ = sess.method_pref(MethodType::HostKey, &order.join(","));
+}
+
+fn verify_host_key(
+    sess: &Session,
+    target: &Target,
+    known_hosts: &KnownHosts,
+    accept_new: bool,
+) -> anyhow::Result<()> {
+    let key = sess
+        .host_key()
+        .and_then(|(blob, _)| HostKey::from_blob(blob))
+        .ok_or_else(|| anyhow::anyhow!("{target}: the board sent no usable host key"))?;
+    let name = target.known_hosts_name();
+    match known_hosts.check(&name, &key)? {
+        HostKeyCheck::Known => Ok(()),
+        HostKeyCheck::Unknown { other_types } if accept_new => {
+            known_hosts.append(&name, &key)?;
+            eprintln!(
+                "kprofctl: added {name} {} key {} to {}{}",
+                key.key_type,
+                key.fingerprint(),
+                known_hosts.primary().display(),
+                if other_types.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (it was known with {})", other_types.join(", "))
+                }
+            );
+            Ok(())
+        }
+        HostKeyCheck::Unknown { other_types } => anyhow::bail!(
+            "{target}: host key not known: {} key fingerprint is {}{}; \
+             if this is your board, rerun with --accept-new-host-key to trust it and add it to {}",
+            key.key_type,
+            key.fingerprint(),
+            if other_types.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (known_hosts lists this host only with {})",
+                    other_types.join(", ")
+                )
+            },
+            known_hosts.primary().display()
+        ),
+        HostKeyCheck::Changed { path, line } => anyhow::bail!(
+            "{target}: HOST KEY CHANGED: the board presents {} key {}, but {} line {line} lists \
+             another one for {name}. Someone may be intercepting the connection, or the board \
+             was reflashed with a new key. If you know it was reflashed, remove the old key with \
+             `ssh-keygen -R '{name}'` and connect again",
+            key.key_type,
+            key.fingerprint(),
+            path.display()
+        ),
+        HostKeyCheck::Revoked { path, line } => anyhow::bail!(
+            "{target}: host key {} is revoked ({} line {line}): refusing to connect",
+            key.fingerprint(),
+            path.display()
+        ),
+    }
+}

@@ -1,0 +1,176 @@
+//! Downloading a capture: resumable (`ID.kprof.tar.gz.part` plus `tail -c +OFFSET` on the board),
+//! size- and sha256-checked before it gets its final name.
+
+use super::board::{self, RemoteCapture};
+use super::session::Remote;
+use super::shell::quote;
+use anyhow::Context as _;
+use sha2::Digest as _;
+use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+/// Suffix of a download in progress.
+pub const PART_SUFFIX: &str = ".part";
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress_bar(len: u64, label: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(label.to_owned());
+    bar
+}
+
+/// Fetches `cap` into `dir` (resuming a `.part` left by a cut download) and returns the path
+/// of the verified archive.
+pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Result<PathBuf> {
+    let t = &remote.target;
+    let name = format!("{}{}", cap.id, kprof_capture::ARCHIVE_SUFFIX);
+    let final_path = dir.join(&name);
+    let part_path = dir.join(format!("{name}{PART_SUFFIX}"));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+
+    let mut offset = std::fs::metadata(&part_path).map(|m| m.len()).unwrap_or(0);
+    if offset > cap.size {
+        eprintln!(
+            "kprofctl: {} is larger than {} on the board: downloading it again",
+            part_path.display(),
+            cap.path
+        );
+        std::fs::remove_file(&part_path)
+            .with_context(|| format!("cannot remove {}", part_path.display()))?;
+        offset = 0;
+    } else if offset > 0 {
+        eprintln!(
+            "kprofctl: resuming {} at {offset} of {} bytes",
+            cap.id, cap.size
+        );
+    }
+    if offset < cap.size {
+        receive(remote, cap, &part_path, offset)?;
+    }
+
+    let got = std::fs::metadata(&part_path)
+        .with_context(|| format!("cannot stat {}", part_path.display()))?
+        .len();
+    if got != cap.size {
+        anyhow::bail!(
+            "{t}: download of {} stopped at {got} of {} bytes (kept in {}): run `kprofctl fetch` again to resume",
+            cap.path,
+            cap.size,
+            part_path.display()
+        );
+    }
+    let local = sha256_file(&part_path)?;
+    match board::sha256(remote, &cap.path)? {
+        Some(remote_sum) if remote_sum != local => {
+            let _ = std::fs::remove_file(&part_path);
+            anyhow::bail!(
+                "{t}: {} arrived corrupted (sha256 {local}, the board has {remote_sum}); \
+                 the download was discarded: run `kprofctl fetch` again",
+                cap.id
+            );
+        }
+        Some(_) => {}
+        None => eprintln!(
+            "kprofctl: {t}: the board has no sha256sum: {} checked by size only",
+            cap.id
+        ),
+    }
+    std::fs::rename(&part_path, &final_path)
+        .with_context(|| format!("cannot rename {} into place", part_path.display()))?;
+    Ok(final_path)
+}
+
+/// Appends bytes `offset..` of the board file to `part`.
+fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> anyhow::Result<()> {
+    let t = &remote.target;
+    let command = if offset == 0 {
+        format!("cat {}", quote(&cap.path))
+    } else {
+        format!("tail -c +{} {}", offset + 1, quote(&cap.path))
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(part)
+        .with_context(|| format!("cannot open {}", part.display()))?;
+    let bar = progress_bar(cap.size, &cap.id);
+    bar.set_position(offset);
+    let mut ch = remote.channel(&command)?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut done = offset;
+    let result = loop {
+        match ch.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                // Never write past the size listed: the file on the board is immutable once
+                // listed, so more bytes mean something else answered.
+                let n = n.min((cap.size - done) as usize);
+                if let Err(e) = file.write_all(&buf[..n]) {
+                    break Err(anyhow::anyhow!("cannot write {}: {e}", part.display()));
+                }
+                done += n as u64;
+                bar.set_position(done);
+            }
+            Err(e) => {
+                let why = e.to_string();
+                break Err(anyhow::anyhow!(
+                    "{t}: download of {} cut at {done} of {} bytes ({why}); the part is kept in \
+                     {}: run `kprofctl fetch` again to resume",
+                    cap.path,
+                    cap.size,
+                    part.display()
+                ));
+            }
+        }
+    };
+    bar.finish_and_clear();
+    file.sync_all().ok();
+    result?;
+    let out = remote.finish(&mut ch).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (download of {} at {done} of {} bytes; run `kprofctl fetch` again to resume)",
+            cap.path,
+            cap.size
+        )
+    })?;
+    if out.status != 0 {
+        anyhow::bail!(
+            "{t}: reading {} on the board failed: {}",
+            cap.path,
+            out.stderr_str()
+        );
+    }
+    Ok(())
+}
+
+/// Hex sha256 of a local file.
+pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
