@@ -1,0 +1,106 @@
+//! Must-hold item 4 of issue 2: bad input gives one clear line on stderr, a non-zero exit and
+//! no archive (nor any leftover) in the capture dir.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// Runs `record` with `args` into `dir`; checks the failure shape and returns the stderr line.
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["record", "--duration", "1", "-o", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run_agent(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "{args:?} succeeded; stderr: {stderr}"
+    );
+    assert_ne!(out.status.code(), None, "{args:?} died of a signal");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: not exactly one line: {stderr}"
+    );
+    assert!(stderr.starts_with("kprof-agent: "), "{stderr}");
+    assert!(out.stdout.is_empty(), "{args:?} printed on stdout");
+    let left = dir_entries(dir);
+    assert!(left.is_empty(), "{args:?} left {left:?} behind");
+    assert!(!stderr.contains("panicked"));
+    stderr
+}
+
+/// Unknown events, hardware events without a PMU, missing commands, unwritable dirs and bad
+/// frequencies are all refused cleanly.
+#[test]
+fn record_cli_bad_input_fails_cleanly() {
+    require_root();
+    let base = scratch("errors");
+    let dir = base.join("caps");
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let e = fails(&dir, &["-e", "no-such-event"]);
+    assert!(e.contains("`no-such-event`"), "{e}");
+
+    // `cycles` by name on a machine without a PMU: the kernel's reason, not a fallback.
+    if !Path::new("/sys/bus/event_source/devices/cpu").exists() {
+        let e = fails(&dir, &["-e", "cycles"]);
+        assert!(
+            e.contains("`cycles`") && e.contains("No such file or directory"),
+            "{e}"
+        );
+    }
+
+    let e = fails(&dir, &["--", "kprof-no-such-command"]);
+    assert!(
+        e.contains("`kprof-no-such-command`") && e.contains("not found"),
+        "{e}"
+    );
+    let e = fails(&dir, &["--", "/nonexistent/busy"]);
+    assert!(e.contains("/nonexistent/busy"), "{e}");
+    let not_exec = base.join("not-executable");
+    std::fs::write(&not_exec, "#!/bin/sh\n").unwrap();
+    let e = fails(&dir, &["--", not_exec.to_str().unwrap()]);
+    assert!(
+        e.contains("not-executable") && e.contains("Permission denied"),
+        "{e}"
+    );
+
+    let e = fails(&dir, &["-F", "0"]);
+    assert!(e.contains("-F"), "{e}");
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let e = fails(&dir, &["-F", &(max + 1).to_string()]);
+    assert!(e.contains("perf_event_max_sample_rate"), "{e}");
+
+    // Unwritable output dirs: below a regular file, and in /proc (even root cannot).
+    let file = base.join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("caps");
+    let out = run_agent(&[
+        "record",
+        "--duration",
+        "1",
+        "-o",
+        under_file.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.lines().count() == 1
+            && stderr.contains(under_file.to_str().unwrap()),
+        "{stderr}"
+    );
+    let out = run_agent(&["record", "--duration", "1", "-o", "/proc/kprof-captures"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.lines().count() == 1
+            && stderr.contains("/proc/kprof-captures"),
+        "{stderr}"
+    );
+}
