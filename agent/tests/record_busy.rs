@@ -219,11 +219,11 @@ fn kernel_build_id() -> String {
         let u = |o: usize| u32::from_ne_bytes(d[o..o + 4].try_into().unwrap()) as usize;
         let (nsz, dsz, ty) = (u(off), u(off + 4), u(off + 8));
         let name = off + 12;
-        let desc = name + (nsz + 3) / 4 * 4;
+        let desc = name + nsz.div_ceil(4) * 4;
         if ty == 3 && &d[name..name + nsz] == b"GNU\0" {
             return hex(&d[desc..desc + dsz]);
         }
-        off = desc + (dsz + 3) / 4 * 4;
+        off = desc + dsz.div_ceil(4) * 4;
     }
     panic!("no build-id in /sys/kernel/notes");
 }

@@ -259,7 +259,7 @@ impl Kallsyms {
 }
 
 /// The map of `pid` containing `ip`.
-pub fn map_of<'a>(maps: &'a [Map], pid: i32, ip: u64) -> Option<&'a Map> {
+pub fn map_of(maps: &[Map], pid: i32, ip: u64) -> Option<&Map> {
     maps.iter()
         .rev()
         .find(|m| m.pid == pid && ip >= m.start && ip < m.start + m.len)
