@@ -435,15 +435,31 @@ fn is_link_error(e: &ssh2::Error) -> bool {
     matches!(e.code(), ssh2::ErrorCode::Session(-7 | -9 | -13 | -43))
 }
 
-/// Signals the agent: SIGINT (what Ctrl-C would be on the board), or SIGTERM.
+/// Signals the agent: SIGINT, as Ctrl-C on the board would, unless the agent inherited SIGINT
+/// ignored (shells start background jobs so, and the agent waits for signals on a signalfd,
+/// which never sees an ignored one) — then SIGTERM, which it finalizes on the same way.
 fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<()> {
-    let sig = if term { "TERM" } else { "INT" };
+    let d = shell::quote(dir);
+    let status = remote.exec_ok(
+        &format!("[ -e {d}/status ] && exit 0; p=$(cat {d}/pid) && echo \"pid $p\" && grep '^SigIgn:' /proc/$p/status; true"),
+        "looking at kprof-agent",
+    )?;
+    let mut pid = None;
+    let mut int_ignored = false;
+    for line in status.lines() {
+        if let Some(p) = line.strip_prefix("pid ") {
+            pid = p.trim().parse::<u32>().ok();
+        } else if let Some(mask) = line.strip_prefix("SigIgn:") {
+            int_ignored = u64::from_str_radix(mask.trim(), 16)
+                .is_ok_and(|m| m & (1 << (libc::SIGINT - 1)) != 0);
+        }
+    }
+    let Some(pid) = pid else {
+        return Ok(()); // already finished
+    };
+    let sig = if term || int_ignored { "TERM" } else { "INT" };
     remote.exec_ok(
-        &format!(
-            "p=$(cat {}/pid) && [ ! -e {}/status ] && kill -{sig} \"$p\" 2>/dev/null; true",
-            shell::quote(dir),
-            shell::quote(dir)
-        ),
+        &format!("[ -e {d}/status ] || kill -{sig} {pid} 2>/dev/null; true"),
         "stopping kprof-agent",
     )?;
     Ok(())
