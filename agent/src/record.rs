@@ -835,10 +835,10 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
             .map(|c| c.to_string())
             .collect::<Vec<_>>()
             .join(","),
-        if o.command.is_empty() && o.duration.is_none() {
-            " until SIGINT/SIGTERM"
-        } else {
-            ""
+        match (o.duration, o.pid, o.command.is_empty()) {
+            (Some(_), _, _) | (_, _, false) => String::new(),
+            (None, Some(pid), _) => format!(" until process {pid} exits or SIGINT/SIGTERM"),
+            (None, None, true) => " until SIGINT/SIGTERM".to_string(),
         }
     ));
 

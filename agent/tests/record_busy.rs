@@ -98,7 +98,7 @@ fn record_manifest_busy_describes_capture() {
     assert!(e.samples > 0 && e.lost == 0);
     let cmd = m.command.as_ref().unwrap();
     assert_eq!(cmd.exit_code, Some(0));
-    assert_eq!(cmd.argv[1], "100");
+    assert_eq!(cmd.argv[1], "50");
     assert_eq!(m.stop_reason, "command-exited");
     assert!(m.callchain);
     let data = std::fs::read(c.unpacked.join("perf.data")).unwrap();

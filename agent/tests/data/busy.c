@@ -1,5 +1,5 @@
 /* Test workload for kprof-agent: one known hot function, built with frame pointers.
- * usage: busy [ROUNDS]  (default 50; one round is 20 million iterations of hot()).
+ * usage: busy [ROUNDS]  (default 50; one round is 20 million iterations of hot(), ~10-20 ms).
  * The amount of work is fixed rather than timed: reading the clock in a loop makes the
  * samples pile up in clock_gettime on VMs where timer interrupts are delivered on exits. */
 #include <stdlib.h>
@@ -23,7 +23,8 @@ int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? atol(argv[1]) : 50;
 	for (long r = 0; r < rounds; r++) {
-		sink += hot(20000000);
+		/* The volatile read keeps the compiler from hoisting the pure call out of the loop. */
+		sink += hot(20000000 + (sink & 1));
 		cold();
 	}
 	return 0;
