@@ -19,11 +19,12 @@ mod tests;
 use std::io::{self, Write};
 
 use anyhow::Context;
+use kprof_symbols::annotate::Annotation;
 use kprof_symbols::profile::{Profile, SymbolSource};
 
 use self::escape::{base64, Esc};
 use self::model::{percent, CallTree, NodeKey};
-pub use self::source::Listing as Annotation;
+use self::source::Listing;
 
 /// Rows of the functions table; the rest is summed up in a note (the JSON output has all).
 const MAX_FUNCTION_ROWS: usize = 2000;
@@ -103,6 +104,31 @@ impl Page<'_> {
 
     fn header(&self, title: &str, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "<header>\n<h1>{}</h1>", Esc(title))?;
+        let meta = &self.profile.meta;
+        let mut facts = Vec::new();
+        if !meta.capture.is_empty() {
+            facts.push(format!("capture <code>{}</code>", Esc(&meta.capture)));
+        }
+        if let Some(command) = &meta.command {
+            facts.push(format!("command <code>{}</code>", Esc(command)));
+        }
+        let target: Vec<&str> = [&meta.hostname, &meta.os_release, &meta.arch]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if !target.is_empty() {
+            facts.push(format!("target {}", Esc(&target.join(" "))));
+        }
+        if meta.lost_samples > 0 {
+            facts.push(format!(
+                "<span class=\"bad\">{} samples lost</span>",
+                meta.lost_samples
+            ));
+        }
+        if !facts.is_empty() {
+            writeln!(out, "<p class=\"meta\">{}</p>", facts.join(" · "))?;
+        }
         writeln!(
             out,
             "<table class=\"events\"><thead><tr><th>Event</th><th class=\"n\">Samples shown</th>\
@@ -407,7 +433,7 @@ impl Page<'_> {
     fn source(&self, annotation: Option<&Annotation>, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "<section id=\"source\">\n<h2>Annotated source</h2>")?;
         match annotation {
-            Some(listing) => self.listing(listing, out)?,
+            Some(annotation) => self.listing(&Listing::from(annotation), out)?,
             None => writeln!(
                 out,
                 "<p class=\"note\">No function was annotated for this page \
@@ -418,11 +444,15 @@ impl Page<'_> {
         writeln!(out, "</section>")
     }
 
-    fn listing(&self, listing: &Annotation, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "<h3><code>{}</code></h3>", Esc(&listing.function))?;
-        if let Some(file) = &listing.file {
-            writeln!(out, "<p class=\"meta\"><code>{}</code></p>", Esc(file))?;
-        }
+    fn listing(&self, listing: &Listing, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "<h3><code>{}</code></h3>\n<p class=\"meta\">{} samples of {} in the function itself; \
+             percentages of those.</p>",
+            Esc(&listing.function),
+            listing.total,
+            Esc(&listing.event)
+        )?;
         for note in &listing.notes {
             writeln!(out, "<p class=\"note\">{}</p>", Esc(note))?;
         }
@@ -433,35 +463,35 @@ impl Page<'_> {
             if rows.is_empty() {
                 continue;
             }
-            let max = rows
-                .iter()
-                .map(|r| r.counts.first().copied().unwrap_or(0))
-                .max()
-                .unwrap_or(0);
+            let max = rows.iter().map(|r| r.samples).max().unwrap_or(0);
             writeln!(
                 out,
-                "<h4>{heading}</h4>\n<table class=\"listing\"><thead><tr>{}<th></th><th></th></tr></thead><tbody>",
-                self.event_heads(&["samples", "%"])
+                "<h4>{heading}</h4>\n<div class=\"scroll\"><table class=\"listing\"><thead><tr>\
+                 <th class=\"n\">samples</th><th class=\"n\">%</th><th></th><th></th></tr></thead><tbody>"
             )?;
             for row in rows {
-                let first = row.counts.first().copied().unwrap_or(0);
-                let class = if max > 0 && first * 2 >= max {
+                if row.heading {
+                    writeln!(
+                        out,
+                        "<tr class=\"file\"><td></td><td></td><td></td><td>{}</td></tr>",
+                        Esc(&row.text)
+                    )?;
+                    continue;
+                }
+                let class = if max > 0 && row.samples * 2 >= max {
                     " class=\"hot\""
-                } else if first > 0 {
+                } else if row.samples > 0 {
                     " class=\"warm\""
                 } else {
                     ""
                 };
-                write!(out, "<tr{class}>")?;
-                for (i, total) in self.totals.iter().enumerate() {
-                    match row.counts.get(i).copied().unwrap_or(0) {
-                        0 => write!(out, "<td class=\"n\"></td><td class=\"n\"></td>")?,
-                        n => write!(
-                            out,
-                            "<td class=\"n\">{n}</td><td class=\"n\">{:.2}%</td>",
-                            percent(n, *total)
-                        )?,
-                    }
+                match row.samples {
+                    0 => write!(out, "<tr{class}><td class=\"n\"></td><td class=\"n\"></td>")?,
+                    n => write!(
+                        out,
+                        "<tr{class}><td class=\"n\">{n}</td><td class=\"n\">{:.2}%</td>",
+                        percent(n, listing.total)
+                    )?,
                 }
                 writeln!(
                     out,
@@ -470,7 +500,7 @@ impl Page<'_> {
                     Esc(&row.text)
                 )?;
             }
-            writeln!(out, "</tbody></table>")?;
+            writeln!(out, "</tbody></table></div>")?;
         }
         Ok(())
     }

@@ -1,15 +1,22 @@
 //! Aggregations of a [`Profile`] that the HTML page (and `kprofctl diff`) show: per-function
 //! self and total counts, per-image counts, the top-down call tree and the hot source lines.
 //!
-//! Self samples go to the symbol that contains the sampled address (the outermost of the
-//! inline frames of the leaf address), as in `perf report`; total samples go to every function
-//! on the stack, inlined ones included, once per stack even under recursion.
+//! Self samples come from `kprof_symbols::views` (the symbol around the sampled address, as
+//! in `perf report`); total samples go to every function on the stack, inlined ones included,
+//! once per stack even under recursion.
 
 use std::collections::HashMap;
 
-use kprof_symbols::profile::{Profile, Stack};
+use kprof_symbols::profile::Profile;
+use kprof_symbols::views::{self, Filter};
 
-/// Per-function counts, one entry per event.
+/// Samples per event over all stacks of the profile: the 100 % of every percentage.
+pub fn event_totals(profile: &Profile) -> Vec<u64> {
+    views::totals(profile, &Filter::default())
+}
+
+/// A row of the functions table: self samples (from the report's own functions view, so the
+/// page ranks functions exactly as `--format text` does) and total samples.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionRow {
     /// Index into [`Profile::functions`].
@@ -20,40 +27,45 @@ pub struct FunctionRow {
     pub total_counts: Vec<u64>,
 }
 
-/// Samples per event over all stacks of the profile: the 100 % of every percentage shown.
-pub fn event_totals(profile: &Profile) -> Vec<u64> {
-    let mut totals = vec![0u64; profile.events.len()];
-    for stack in &profile.stacks {
-        add(&mut totals, &stack.counts);
-    }
-    totals
-}
-
-/// The function a stack's samples are charged to as self time: the first frame that is not
-/// an inlined call, i.e. the ELF symbol around the sampled address.
-pub fn self_function(profile: &Profile, stack: &Stack) -> Option<usize> {
-    let frames = stack.frames.iter().filter_map(|&f| profile.frames.get(f));
-    let mut last = None;
-    for frame in frames {
-        last = Some(frame.function);
-        if !frame.inlined {
-            break;
-        }
-    }
-    last
-}
-
-/// Every function that has self or total samples, sorted by self samples of the first event,
-/// then total samples, then index (so equal profiles give equal pages).
+/// Every function with samples: those with self samples in the order of
+/// [`views::functions`], then those only on stacks, by total samples of the first event.
 pub fn function_rows(profile: &Profile) -> Vec<FunctionRow> {
+    let mut totals = total_counts(profile);
+    let mut rows: Vec<FunctionRow> = views::functions(profile, &Filter::default())
+        .into_iter()
+        .map(|row| FunctionRow {
+            function: row.function,
+            total_counts: totals
+                .remove(&row.function)
+                .unwrap_or_else(|| row.samples.clone()),
+            self_counts: row.samples,
+        })
+        .collect();
+    let mut callers: Vec<FunctionRow> = totals
+        .into_iter()
+        .map(|(function, total_counts)| FunctionRow {
+            function,
+            self_counts: vec![0; total_counts.len()],
+            total_counts,
+        })
+        .collect();
+    callers.sort_by(|a, b| {
+        b.total_counts
+            .first()
+            .cmp(&a.total_counts.first())
+            .then(a.function.cmp(&b.function))
+    });
+    rows.extend(callers);
+    rows
+}
+
+/// Samples per function (index into [`Profile::functions`]) with the function anywhere on the
+/// stack, inlined calls included, counted once per stack even under recursion.
+pub fn total_counts(profile: &Profile) -> HashMap<usize, Vec<u64>> {
     let n = profile.events.len();
-    let mut rows: HashMap<usize, FunctionRow> = HashMap::new();
+    let mut totals: HashMap<usize, Vec<u64>> = HashMap::new();
     let mut seen: Vec<usize> = Vec::new();
     for stack in &profile.stacks {
-        if let Some(function) = self_function(profile, stack) {
-            let entry = rows.entry(function).or_insert_with(|| new_row(function, n));
-            add(&mut entry.self_counts, &stack.counts);
-        }
         seen.clear();
         for frame in stack.frames.iter().filter_map(|&f| profile.frames.get(f)) {
             if !seen.contains(&frame.function) {
@@ -61,39 +73,22 @@ pub fn function_rows(profile: &Profile) -> Vec<FunctionRow> {
             }
         }
         for &function in &seen {
-            let entry = rows.entry(function).or_insert_with(|| new_row(function, n));
-            add(&mut entry.total_counts, &stack.counts);
+            add(
+                totals.entry(function).or_insert_with(|| vec![0; n]),
+                &stack.counts,
+            );
         }
     }
-    let mut rows: Vec<FunctionRow> = rows.into_values().collect();
-    rows.sort_by(|a, b| {
-        b.self_counts
-            .first()
-            .cmp(&a.self_counts.first())
-            .then_with(|| b.total_counts.first().cmp(&a.total_counts.first()))
-            .then_with(|| a.function.cmp(&b.function))
-    });
-    rows
-}
-
-fn new_row(function: usize, events: usize) -> FunctionRow {
-    FunctionRow {
-        function,
-        self_counts: vec![0; events],
-        total_counts: vec![0; events],
-    }
+    totals
 }
 
 /// Self samples per image (index into [`Profile::images`]), one entry per event. Images
 /// without samples get zeros: an image that was mapped but never sampled is still listed.
 pub fn image_counts(profile: &Profile) -> Vec<Vec<u64>> {
     let mut counts = vec![vec![0u64; profile.events.len()]; profile.images.len()];
-    for stack in &profile.stacks {
-        let image = self_function(profile, stack)
-            .and_then(|f| profile.functions.get(f))
-            .map(|f| f.image);
-        if let Some(slot) = image.and_then(|i| counts.get_mut(i)) {
-            add(slot, &stack.counts);
+    for row in views::images(profile, &Filter::default()) {
+        if let Some(slot) = counts.get_mut(row.image) {
+            add(slot, &row.samples);
         }
     }
     counts

@@ -4,6 +4,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use kprof_symbols::annotate::{Instruction, SourceLine};
+
 use super::fixture;
 use super::*;
 
@@ -14,28 +16,55 @@ fn page(annotation: Option<&Annotation>) -> String {
 }
 
 fn annotation() -> Annotation {
-    let row = |label: &str, text: &str, n: u64| source::Row {
-        label: label.to_owned(),
-        text: text.to_owned(),
-        counts: vec![n, 0],
+    let line = |file: &str, line: u32, text: &str, samples: u64| SourceLine {
+        file: file.to_owned(),
+        line,
+        text: Some(text.to_owned()),
+        samples,
     };
     Annotation {
-        function: "app:compute".to_owned(),
-        file: Some("/src/app/compute.c".to_owned()),
-        source: vec![
-            row("11", "for (i = 0; i < n; i++)", 0),
-            row("12", "    acc += hot_loop(v[i]); // <kprof-hot>", 60),
-            row("15", "return acc;", 10),
+        image: "app".to_owned(),
+        function: "compute".to_owned(),
+        start: 0x1200,
+        size: 0x80,
+        event: "cpu-clock".to_owned(),
+        total: 70,
+        lines: vec![
+            line("/src/app/compute.c", 11, "for (i = 0; i < n; i++)", 0),
+            line(
+                "/src/app/compute.c",
+                12,
+                "    acc += hot_loop(v[i]); // <kprof-hot>",
+                0,
+            ),
+            line("/src/app/compute.c", 15, "return acc;", 10),
+            line("/src/app/compute.h", 5, "return x * x;", 60),
         ],
-        disassembly: vec![row("1230", "add %eax,%ebx", 60)],
-        notes: vec![],
+        instructions: vec![Instruction {
+            address: 0x1230,
+            bytes: vec![0x01, 0xc3],
+            text: "add %eax,%ebx".to_owned(),
+            samples: 60,
+            file: Some("/src/app/compute.h".to_owned()),
+            line: Some(5),
+        }],
+        warnings: vec![
+            "source /src/app/other.c not found (use --source-prefix OLD=NEW)".to_owned(),
+        ],
     }
 }
 
 /// Every section is on the page and the hottest self function heads the functions table.
 #[test]
 fn write_html_fixture_has_every_section() {
-    let html = page(None);
+    let mut profile = fixture::profile();
+    profile.meta.capture = "run-1.kprof.tar.gz".to_owned();
+    profile.meta.lost_samples = 3;
+    let mut out = Vec::new();
+    write(&profile, None, &mut out).unwrap();
+    let html = String::from_utf8(out).unwrap();
+    assert!(html.contains("capture <code>run-1.kprof.tar.gz</code>"));
+    assert!(html.contains("3 samples lost"));
     for id in [
         "images",
         "functions",
@@ -94,17 +123,33 @@ fn write_html_fixture_is_self_contained() {
     assert!(texts[2].contains("page-faults flamegraph"));
 }
 
-/// The annotation is listed with its per-line counts, the hottest line highlighted.
+/// The annotation is listed per file with its per-line samples, the hottest line highlighted
+/// and percentages of the function's own samples.
 #[test]
 fn write_html_annotation_lists_lines_and_instructions() {
     let html = page(Some(&annotation()));
     let listing = &html[html
         .find("<h3><code>app:compute</code></h3>")
         .expect("heading")..];
+    assert!(listing.contains("70 samples of cpu-clock in the function itself"));
     assert!(listing.contains("Source lines") && listing.contains("Disassembly"));
+    assert!(listing.contains("source /src/app/other.c not found"));
+    let files: Vec<&str> = listing
+        .match_indices("<tr class=\"file\">")
+        .map(|(i, _)| &listing[i..i + 120])
+        .collect();
+    assert_eq!(files.len(), 2, "one heading per file");
+    assert!(files[1].contains("/src/app/compute.h"));
     let hot = &listing[listing.find("<tr class=\"hot\">").unwrap()..];
     let hot = &hot[..hot.find("</tr>").unwrap()];
-    assert!(hot.contains(">60<") && hot.contains("60.00%") && hot.contains("&lt;kprof-hot&gt;"));
+    assert!(
+        hot.contains(">60<") && hot.contains("85.71%") && hot.contains("return x * x;"),
+        "{hot}"
+    );
+    let warm = &listing[listing.find("<tr class=\"warm\">").unwrap()..];
+    assert!(warm[..warm.find("</tr>").unwrap()].contains("return acc;"));
+    let asm = &listing[listing.find("Disassembly").unwrap()..];
+    assert!(asm.contains(">1230<") && asm.contains("add %eax,%ebx") && asm.contains("; line 5"));
     let page = page(None);
     assert!(page.contains("No function was annotated"));
 }
