@@ -68,7 +68,9 @@ pub fn annotate(
     let mut per_line: HashMap<(String, u32), u64> = HashMap::new();
     let mut total = 0;
     for s in profile.stacks.iter().filter(|s| filter.keeps(profile, s)) {
-        let Some(fr) = self_frame(profile, s) else { continue };
+        let Some(fr) = self_frame(profile, s) else {
+            continue;
+        };
         if profile.frames[fr].function != function {
             continue;
         }
@@ -96,7 +98,10 @@ pub fn annotate(
         Some(sf) => {
             rows = sf.lines_in(f.start, f.start + size);
             if rows.is_empty() {
-                warnings.push(format!("{}: no DWARF line table for this function", sf.path.display()));
+                warnings.push(format!(
+                    "{}: no DWARF line table for this function",
+                    sf.path.display()
+                ));
             }
             match sf.code(f.start, f.start + size) {
                 Some(bytes) if size > 0 => {
@@ -114,10 +119,14 @@ pub fn annotate(
                         });
                     }
                     if sf.arch == crate::elf::Arch::Other {
-                        warnings.push("disassembly is only available for x86-64 and AArch64".into());
+                        warnings
+                            .push("disassembly is only available for x86-64 and AArch64".into());
                     }
                 }
-                _ => warnings.push(format!("{}: no code bytes for this function", sf.path.display())),
+                _ => warnings.push(format!(
+                    "{}: no code bytes for this function",
+                    sf.path.display()
+                )),
             }
         }
     }
@@ -142,11 +151,19 @@ pub fn annotate(
     for (file, (lo, hi)) in spans {
         let text = std::fs::read_to_string(&file).ok();
         if text.is_none() {
-            warnings.push(format!("source {file} not found (use --source-prefix OLD=NEW)"));
+            warnings.push(format!(
+                "source {file} not found (use --source-prefix OLD=NEW)"
+            ));
         }
-        let src: Vec<&str> = text.as_deref().map(|t| t.lines().collect()).unwrap_or_default();
+        let src: Vec<&str> = text
+            .as_deref()
+            .map(|t| t.lines().collect())
+            .unwrap_or_default();
         let hi = if hi - lo > MAX_SOURCE_LINES {
-            warnings.push(format!("{file}: only lines {lo}-{} shown", lo + MAX_SOURCE_LINES));
+            warnings.push(format!(
+                "{file}: only lines {lo}-{} shown",
+                lo + MAX_SOURCE_LINES
+            ));
             lo + MAX_SOURCE_LINES
         } else {
             hi
@@ -165,7 +182,11 @@ pub fn annotate(
         function: f.name.clone().unwrap_or_else(|| "[unknown]".into()),
         start: f.start,
         size,
-        event: profile.events.get(event).map(|e| e.name.clone()).unwrap_or_default(),
+        event: profile
+            .events
+            .get(event)
+            .map(|e| e.name.clone())
+            .unwrap_or_default(),
         total,
         lines,
         instructions,

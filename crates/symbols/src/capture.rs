@@ -90,7 +90,9 @@ impl Capture {
                         .tempfile()
                         .map_err(|e| Error::io(std::env::temp_dir(), e))?;
                     let copied = std::io::copy(&mut entry, tmp.as_file_mut()).map_err(|e| {
-                        bad(format!("{name}: truncated or corrupted after some bytes: {e}"))
+                        bad(format!(
+                            "{name}: truncated or corrupted after some bytes: {e}"
+                        ))
                     })?;
                     if copied != size {
                         return Err(bad(format!(
@@ -100,13 +102,16 @@ impl Capture {
                     perf = Some((tmp.into_temp_path(), copied));
                 }
                 kprof_capture::MANIFEST => {
-                    manifest_text = Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
+                    manifest_text =
+                        Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
                 }
                 kprof_capture::KALLSYMS => {
-                    kallsyms = Some(read_member(&mut entry, &name, size, MAX_KALLSYMS).map_err(bad)?)
+                    kallsyms =
+                        Some(read_member(&mut entry, &name, size, MAX_KALLSYMS).map_err(bad)?)
                 }
                 kprof_capture::MODULES => {
-                    modules = Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
+                    modules =
+                        Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
                 }
                 _ => {}
             }
@@ -156,16 +161,26 @@ fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
     Ok(manifest)
 }
 
-fn read_member(r: &mut impl Read, name: &str, size: u64, max: u64) -> std::result::Result<String, String> {
+fn read_member(
+    r: &mut impl Read,
+    name: &str,
+    size: u64,
+    max: u64,
+) -> std::result::Result<String, String> {
     if size > max {
-        return Err(format!("{name}: {size} bytes is more than the {max} bytes accepted"));
+        return Err(format!(
+            "{name}: {size} bytes is more than the {max} bytes accepted"
+        ));
     }
     let mut buf = Vec::with_capacity(size as usize);
     r.take(max + 1)
         .read_to_end(&mut buf)
         .map_err(|e| format!("{name}: truncated or corrupted: {e}"))?;
     if buf.len() as u64 != size {
-        return Err(format!("{name}: header says {size} bytes, {} present", buf.len()));
+        return Err(format!(
+            "{name}: header says {size} bytes, {} present",
+            buf.len()
+        ));
     }
     String::from_utf8(buf).map_err(|_| format!("{name}: not UTF-8 text"))
 }

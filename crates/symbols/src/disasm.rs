@@ -59,7 +59,11 @@ mod tests {
         assert!(x[0].2.starts_with("push"), "{x:?}");
         assert!(x[2].2.starts_with("ret"), "{x:?}");
         // ret; nop (little-endian words)
-        let a = decode(Arch::Aarch64, &[0xc0, 0x03, 0x5f, 0xd6, 0x1f, 0x20, 0x03, 0xd5], 0x4000);
+        let a = decode(
+            Arch::Aarch64,
+            &[0xc0, 0x03, 0x5f, 0xd6, 0x1f, 0x20, 0x03, 0xd5],
+            0x4000,
+        );
         assert_eq!(a.len(), 2);
         assert!(a[0].2.starts_with("ret"), "{a:?}");
         assert!(a[1].2.starts_with("nop"), "{a:?}");

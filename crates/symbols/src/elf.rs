@@ -130,7 +130,11 @@ impl SymbolFile {
         };
         let relocatable = obj.kind() == object::ObjectKind::Relocatable;
         let empty = Placement::new();
-        let placement = if relocatable { Some(placement.unwrap_or(&empty)) } else { None };
+        let placement = if relocatable {
+            Some(placement.unwrap_or(&empty))
+        } else {
+            None
+        };
         let section_addr = section_addresses(&obj, placement);
 
         let mut segments = Vec::new();
@@ -168,9 +172,11 @@ impl SymbolFile {
         let dwarf_obj = match debug {
             Some(d) => {
                 debug_map = map_file(d)?;
-                debug_obj = object::File::parse(&debug_map[..]).map_err(|e| bad(d, e.to_string()))?;
+                debug_obj =
+                    object::File::parse(&debug_map[..]).map_err(|e| bad(d, e.to_string()))?;
                 if symbols.is_empty() {
-                    symbols = collect_symbols(&debug_obj, &section_addresses(&debug_obj, placement));
+                    symbols =
+                        collect_symbols(&debug_obj, &section_addresses(&debug_obj, placement));
                 }
                 &debug_obj
             }
@@ -188,7 +194,10 @@ impl SymbolFile {
             let sec_addr = section_addresses(dwarf_obj, placement);
             let d = load_dwarf(dwarf_obj, relocatable.then_some(&sec_addr))
                 .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?;
-            Some(addr2line::Context::from_dwarf(d).map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?)
+            Some(
+                addr2line::Context::from_dwarf(d)
+                    .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?,
+            )
         } else {
             None
         };
@@ -212,10 +221,12 @@ impl SymbolFile {
 
     /// Address of a symbol by name (first match), e.g. `_text` for the KASLR offset.
     pub fn symbol_address(&self, name: &str) -> Option<u64> {
-        self.anchors
-            .get(name)
-            .copied()
-            .or_else(|| self.symbols.iter().find(|s| s.name == name).map(|s| s.start))
+        self.anchors.get(name).copied().or_else(|| {
+            self.symbols
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| s.start)
+        })
     }
 
     /// Converts a file offset (from MMAP2 `pgoff`) to an address in this file.
@@ -356,7 +367,10 @@ fn section_addresses(
     out
 }
 
-fn collect_symbols(obj: &object::File<'_>, section_addr: &HashMap<SectionIndex, Option<u64>>) -> Vec<Sym> {
+fn collect_symbols(
+    obj: &object::File<'_>,
+    section_addr: &HashMap<SectionIndex, Option<u64>>,
+) -> Vec<Sym> {
     let mut syms = Vec::new();
     let text_sections: Vec<SectionIndex> = obj
         .sections()
@@ -364,14 +378,20 @@ fn collect_symbols(obj: &object::File<'_>, section_addr: &HashMap<SectionIndex, 
         .map(|s| s.index())
         .collect();
     let add = |syms: &mut Vec<Sym>, sym: object::Symbol<'_, '_>| {
-        let Some(idx) = sym.section_index() else { return };
+        let Some(idx) = sym.section_index() else {
+            return;
+        };
         let is_func = sym.kind() == object::SymbolKind::Text;
         let in_text = text_sections.contains(&idx);
         if !in_text || !(is_func || sym.kind() == object::SymbolKind::Unknown) {
             return;
         }
         let Ok(name) = sym.name() else { return };
-        if name.is_empty() || name.starts_with("$x") || name.starts_with("$d") || name.starts_with(".L") {
+        if name.is_empty()
+            || name.starts_with("$x")
+            || name.starts_with("$d")
+            || name.starts_with(".L")
+        {
             return;
         }
         let start = if section_addr.is_empty() {
@@ -426,7 +446,9 @@ fn load_dwarf(
         let Some(sec) = obj.section_by_name(id.name()) else {
             return Ok(Reader::new(Rc::from(&[][..]), endian));
         };
-        let data: Cow<'_, [u8]> = sec.uncompressed_data().map_err(|e| format!("{}: {e}", id.name()))?;
+        let data: Cow<'_, [u8]> = sec
+            .uncompressed_data()
+            .map_err(|e| format!("{}: {e}", id.name()))?;
         let data = match reloc {
             Some(addrs) => Cow::Owned(relocate(obj, &sec, data.into_owned(), addrs)?),
             None => data,
@@ -446,7 +468,9 @@ fn relocate(
     for (offset, rel) in sec.relocations() {
         let target = match rel.target() {
             RelocationTarget::Symbol(i) => {
-                let Ok(sym) = obj.symbol_by_index(i) else { continue };
+                let Ok(sym) = obj.symbol_by_index(i) else {
+                    continue;
+                };
                 match sym.section_index() {
                     Some(si) => match addrs.get(&si) {
                         Some(Some(base)) => base.wrapping_add(sym.address()),
@@ -467,14 +491,22 @@ fn relocate(
         let off = offset as usize;
         match rel.size() {
             64 => {
-                let b = if little { value.to_le_bytes() } else { value.to_be_bytes() };
+                let b = if little {
+                    value.to_le_bytes()
+                } else {
+                    value.to_be_bytes()
+                };
                 if let Some(dst) = data.get_mut(off..off + 8) {
                     dst.copy_from_slice(&b);
                 }
             }
             32 => {
                 let v = value as u32;
-                let b = if little { v.to_le_bytes() } else { v.to_be_bytes() };
+                let b = if little {
+                    v.to_le_bytes()
+                } else {
+                    v.to_be_bytes()
+                };
                 if let Some(dst) = data.get_mut(off..off + 4) {
                     dst.copy_from_slice(&b);
                 }

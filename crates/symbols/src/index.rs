@@ -58,7 +58,11 @@ pub struct BuildIdIndex {
 impl BuildIdIndex {
     /// Indexes every ELF file under `roots` (files or directories), reusing and then updating
     /// the stored index at `store` when given.
-    pub fn update(roots: &[PathBuf], store: Option<&Path>, progress: &mut dyn FnMut(Progress)) -> Result<Self> {
+    pub fn update(
+        roots: &[PathBuf],
+        store: Option<&Path>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Self> {
         let mut stored = store.map(load_stored).unwrap_or_default();
         let mut seen = Vec::new();
         let mut warnings = Vec::new();
@@ -224,7 +228,9 @@ fn walk(
                 Err(e) => warnings.push(format!("{}: {e}", p.display())),
             }
         } else if meta.is_file() || meta.file_type().is_symlink() {
-            let Ok(meta) = std::fs::metadata(&p) else { continue };
+            let Ok(meta) = std::fs::metadata(&p) else {
+                continue;
+            };
             if !meta.is_file() || meta.len() < 64 {
                 continue;
             }
@@ -247,7 +253,10 @@ fn walk(
 fn read_entry(path: &Path, mtime_ns: u128, size: u64) -> Option<Entry> {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    std::fs::File::open(path).ok()?.read_exact(&mut magic).ok()?;
+    std::fs::File::open(path)
+        .ok()?
+        .read_exact(&mut magic)
+        .ok()?;
     if &magic != b"\x7fELF" {
         return None;
     }

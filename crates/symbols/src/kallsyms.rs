@@ -26,13 +26,18 @@ impl Kallsyms {
             if !matches!(kind, "t" | "T" | "w" | "W") {
                 continue;
             }
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
             any_nonzero |= addr != 0;
             let owner = it
                 .next()
                 .map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string())
                 .unwrap_or_default();
-            owners.entry(owner).or_default().push((addr, name.to_string()));
+            owners
+                .entry(owner)
+                .or_default()
+                .push((addr, name.to_string()));
         }
         if !any_nonzero {
             return None;
@@ -55,7 +60,11 @@ impl Kallsyms {
 
     /// Address of a kernel symbol, e.g. `_text`.
     pub fn kernel_symbol(&self, name: &str) -> Option<u64> {
-        self.owners.get("")?.iter().find(|(_, n)| n == name).map(|(a, _)| *a)
+        self.owners
+            .get("")?
+            .iter()
+            .find(|(_, n)| n == name)
+            .map(|(a, _)| *a)
     }
 
     /// The owner (`""` for the kernel, else the module name) of the closest symbol at or below.

@@ -52,9 +52,18 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
         return Err(format!("header size {size}, expected {HEADER_SIZE}"));
     }
     let attr_size = u(2);
-    let attrs = Section { offset: u(3), size: u(4) };
-    let data = Section { offset: u(5), size: u(6) };
-    let event_types = Section { offset: u(7), size: u(8) };
+    let attrs = Section {
+        offset: u(3),
+        size: u(4),
+    };
+    let data = Section {
+        offset: u(5),
+        size: u(6),
+    };
+    let event_types = Section {
+        offset: u(7),
+        size: u(8),
+    };
     let features: u32 = (9..13).map(|i| u(i).count_ones()).sum();
     if !(64..=4096).contains(&attr_size) {
         return Err(format!("attribute size {attr_size} is absurd"));
@@ -71,8 +80,8 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
     within("attribute", attrs)?;
     within("data", data)?;
     within("event type", event_types)?;
-    // Each attribute entry is the attr itself followed by the section of its sample ids.
-    let entry = attr_size + 16;
+    // `attr_size` covers the attr and the section of its sample ids that follows it.
+    let entry = attr_size;
     if attrs.size % entry != 0 {
         return Err(format!(
             "attribute section size {} is not a multiple of the entry size {entry}",
@@ -84,7 +93,8 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
         size: u64::from(features) * 16,
     };
     within("feature table", table)?;
-    r.seek(SeekFrom::Start(table.offset)).map_err(|e| e.to_string())?;
+    r.seek(SeekFrom::Start(table.offset))
+        .map_err(|e| e.to_string())?;
     for i in 0..features {
         let mut b = [0u8; 16];
         r.read_exact(&mut b).map_err(|e| e.to_string())?;
@@ -97,7 +107,13 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
                 u64::from_le_bytes(a)
             }
         };
-        within(&format!("feature #{i}"), Section { offset: conv(o), size: conv(s) })?;
+        within(
+            &format!("feature #{i}"),
+            Section {
+                offset: conv(o),
+                size: conv(s),
+            },
+        )?;
     }
     Ok(Header {
         big_endian,

@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     /// `path` has the build-id; `debug` is a separate file with its DWARF, when there is one.
-    Found { path: PathBuf, debug: Option<PathBuf> },
+    Found {
+        path: PathBuf,
+        debug: Option<PathBuf>,
+    },
     /// Only a file with another build-id.
     Mismatch { path: PathBuf, found: String },
     /// Nothing; the reason.
@@ -57,12 +60,22 @@ pub struct Sources {
 impl Sources {
     /// Looks up the symbol file of an image with the recorded `build_id`, named `names` on
     /// the target (e.g. `vmlinux`, `mychardrv.ko`), recorded at `recorded_path`.
-    pub fn find(&self, build_id: Option<&str>, names: &[String], recorded_path: Option<&Path>) -> Lookup {
+    pub fn find(
+        &self,
+        build_id: Option<&str>,
+        names: &[String],
+        recorded_path: Option<&Path>,
+    ) -> Lookup {
         let Some(id) = build_id else {
             return Lookup::Missing("no build-id was recorded for it".into());
         };
         let mut candidates: Vec<PathBuf> = Vec::new();
-        candidates.extend(self.index.by_build_id(id).into_iter().map(|(p, _)| p.to_path_buf()));
+        candidates.extend(
+            self.index
+                .by_build_id(id)
+                .into_iter()
+                .map(|(p, _)| p.to_path_buf()),
+        );
         if id.len() > 2 {
             let (head, tail) = id.split_at(2);
             if let Some(cache) = &self.perf_cache {
@@ -71,7 +84,11 @@ impl Sources {
                 candidates.push(d.join("elf"));
             }
             for root in &self.debug_roots {
-                candidates.push(root.join(".build-id").join(head).join(format!("{tail}.debug")));
+                candidates.push(
+                    root.join(".build-id")
+                        .join(head)
+                        .join(format!("{tail}.debug")),
+                );
             }
         }
         if self.use_recorded_paths {
@@ -116,7 +133,11 @@ impl Sources {
         }
         if self.use_recorded_paths {
             if let Some(p) = recorded_path {
-                if let Some(FileFacts { build_id: Some(found), .. }) = facts(p) {
+                if let Some(FileFacts {
+                    build_id: Some(found),
+                    ..
+                }) = facts(p)
+                {
                     return Lookup::Mismatch {
                         path: p.to_path_buf(),
                         found,
@@ -131,7 +152,13 @@ impl Sources {
     }
 
     /// The split debug file of a stripped binary, via `.gnu_debuglink`, checked by build-id.
-    fn debuglink_target(&self, binary: &Path, recorded: Option<&Path>, link: Option<&str>, id: &str) -> Option<PathBuf> {
+    fn debuglink_target(
+        &self,
+        binary: &Path,
+        recorded: Option<&Path>,
+        link: Option<&str>,
+        id: &str,
+    ) -> Option<PathBuf> {
         let link = link?;
         let mut dirs: Vec<PathBuf> = Vec::new();
         for base in [Some(binary), recorded].into_iter().flatten() {
@@ -143,10 +170,13 @@ impl Sources {
                 }
             }
         }
-        let by_index = self.index.by_name(link).into_iter().map(|(p, _)| p.to_path_buf());
-        dirs.into_iter()
-            .map(|d| d.join(link))
-            .chain(by_index)
-            .find(|p| matches!(facts(p), Some(f) if f.debug_info && f.build_id.as_deref() == Some(id)))
+        let by_index = self
+            .index
+            .by_name(link)
+            .into_iter()
+            .map(|(p, _)| p.to_path_buf());
+        dirs.into_iter().map(|d| d.join(link)).chain(by_index).find(
+            |p| matches!(facts(p), Some(f) if f.debug_info && f.build_id.as_deref() == Some(id)),
+        )
     }
 }

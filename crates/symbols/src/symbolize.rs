@@ -93,14 +93,23 @@ pub fn symbolize(capture: &Path, symbol_paths: &[PathBuf]) -> Result<Profile> {
 impl Symbolizer {
     /// Indexes the symbol paths (incrementally, through the stored index).
     pub fn new(opts: Options, progress: &mut dyn FnMut(Progress)) -> Result<Self> {
-        let index = BuildIdIndex::update(&opts.symbol_paths, opts.index_store.as_deref(), &mut |p| {
-            progress(Progress::Index(p))
-        })?;
+        let index =
+            BuildIdIndex::update(&opts.symbol_paths, opts.index_store.as_deref(), &mut |p| {
+                progress(Progress::Index(p))
+            })?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let sources = Sources {
             index,
-            perf_cache: if opts.system_paths { home.map(|h| h.join(".debug")) } else { None },
-            debug_roots: if opts.system_paths { vec![PathBuf::from("/usr/lib/debug")] } else { Vec::new() },
+            perf_cache: if opts.system_paths {
+                home.map(|h| h.join(".debug"))
+            } else {
+                None
+            },
+            debug_roots: if opts.system_paths {
+                vec![PathBuf::from("/usr/lib/debug")]
+            } else {
+                Vec::new()
+            },
             use_recorded_paths: opts.host_files,
         };
         Ok(Self {
@@ -121,9 +130,15 @@ impl Symbolizer {
     }
 
     /// Reads every sample of the capture and resolves it.
-    pub fn symbolize(&mut self, capture: &Capture, progress: &mut dyn FnMut(Progress)) -> Result<Profile> {
+    pub fn symbolize(
+        &mut self,
+        capture: &Capture,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Profile> {
         let mut st = State::new(&self.sources, &self.opts, capture);
-        st.profile.warnings.extend(self.sources.index.warnings.iter().cloned());
+        st.profile
+            .warnings
+            .extend(self.sources.index.warnings.iter().cloned());
         read_perf_data(&mut st, capture, progress)?;
         let State { profile, files, .. } = st;
         self.files = files;
@@ -292,7 +307,11 @@ impl<'a> State<'a> {
                     }
                 }
             }
-            SymbolSource::Mismatch { path, expected, found } => self.profile.warnings.push(format!(
+            SymbolSource::Mismatch {
+                path,
+                expected,
+                found,
+            } => self.profile.warnings.push(format!(
                 "{name}: {} has build-id {found}, the capture recorded {expected}: not used",
                 path.display()
             )),
@@ -309,18 +328,25 @@ impl<'a> State<'a> {
     }
 
     /// Opens the file a lookup found; a file that fails to load is reported as missing.
-    fn open_found(&mut self, name: &str, lookup: Lookup, placement: Option<&Placement>) -> (SymbolSource, Option<SymbolFile>, Option<String>) {
+    fn open_found(
+        &mut self,
+        name: &str,
+        lookup: Lookup,
+        placement: Option<&Placement>,
+    ) -> (SymbolSource, Option<SymbolFile>, Option<String>) {
         match lookup {
-            Lookup::Found { path, debug } => match SymbolFile::open(&path, debug.as_deref(), placement) {
-                Ok(f) => (SymbolSource::BuildId { path }, Some(f), None),
-                Err(e) => (
-                    SymbolSource::Missing {
-                        why: format!("{e}"),
-                    },
-                    None,
-                    Some(format!("{name}: {e}")),
-                ),
-            },
+            Lookup::Found { path, debug } => {
+                match SymbolFile::open(&path, debug.as_deref(), placement) {
+                    Ok(f) => (SymbolSource::BuildId { path }, Some(f), None),
+                    Err(e) => (
+                        SymbolSource::Missing {
+                            why: format!("{e}"),
+                        },
+                        None,
+                        Some(format!("{name}: {e}")),
+                    ),
+                }
+            }
             Lookup::Mismatch { path, found } => (
                 SymbolSource::Mismatch {
                     path,
@@ -350,7 +376,9 @@ impl<'a> State<'a> {
                 host_candidate = Some(PathBuf::from(format!("/usr/lib/debug/boot/vmlinux-{rel}")));
             }
         }
-        let lookup = self.sources.find(build_id.as_deref(), &names, host_candidate.as_deref());
+        let lookup = self
+            .sources
+            .find(build_id.as_deref(), &names, host_candidate.as_deref());
         let (mut source, file, err) = self.open_found("vmlinux", lookup, None);
         if let Some(e) = err {
             self.profile.warnings.push(e);
@@ -359,9 +387,11 @@ impl<'a> State<'a> {
             *expected = build_id.clone().unwrap_or_default();
         }
         if let Some(f) = &file {
-            let runtime = self
-                .kernel_text
-                .or_else(|| self.kallsyms.as_ref().and_then(|k| k.kernel_symbol("_text")));
+            let runtime = self.kernel_text.or_else(|| {
+                self.kallsyms
+                    .as_ref()
+                    .and_then(|k| k.kernel_symbol("_text"))
+            });
             match (runtime, f.symbol_address("_text")) {
                 (Some(rt), Some(link)) => self.kaslr = rt.wrapping_sub(link),
                 _ => self.profile.warnings.push(
@@ -379,7 +409,12 @@ impl<'a> State<'a> {
                     }
                     _ => String::new(),
                 };
-                if let SymbolSource::Mismatch { path, expected, found } = &source {
+                if let SymbolSource::Mismatch {
+                    path,
+                    expected,
+                    found,
+                } = &source
+                {
                     self.profile.warnings.push(format!(
                         "vmlinux: {} has build-id {found}, the capture recorded {expected}: not used",
                         path.display()
@@ -407,7 +442,10 @@ impl<'a> State<'a> {
     /// Uses this host's /proc/kallsyms for a bare perf.data when the running kernel is the
     /// recorded one (same build-id), as `perf report` does.
     fn ensure_host_kallsyms(&mut self, build_id: Option<&str>) {
-        if self.kallsyms.is_some() || !self.opts.host_files || self.kallsyms_origin != "this host's /proc/kallsyms" {
+        if self.kallsyms.is_some()
+            || !self.opts.host_files
+            || self.kallsyms_origin != "this host's /proc/kallsyms"
+        {
             return;
         }
         let Some(id) = build_id else { return };
@@ -435,7 +473,11 @@ impl<'a> State<'a> {
                 md.base
             ));
         }
-        let lookup = self.sources.find(md.build_id.as_deref(), &names, md.recorded_path.as_deref().map(Path::new));
+        let lookup = self.sources.find(
+            md.build_id.as_deref(),
+            &names,
+            md.recorded_path.as_deref().map(Path::new),
+        );
         let (mut source, file, err) = self.open_found(&display, lookup, Some(&placement));
         if let Some(e) = err {
             self.profile.warnings.push(e);
@@ -445,8 +487,17 @@ impl<'a> State<'a> {
         }
         let stripped = file.as_ref().is_some_and(|f| !f.has_symbols);
         if file.is_none() || stripped {
-            if self.kallsyms.as_ref().is_some_and(|k| k.has_owner(&md.name)) {
-                if let SymbolSource::Mismatch { path, expected, found } = &source {
+            if self
+                .kallsyms
+                .as_ref()
+                .is_some_and(|k| k.has_owner(&md.name))
+            {
+                if let SymbolSource::Mismatch {
+                    path,
+                    expected,
+                    found,
+                } = &source
+                {
                     self.profile.warnings.push(format!(
                         "{display}: {} has build-id {found}, the capture recorded {expected}: not used",
                         path.display()
@@ -460,10 +511,17 @@ impl<'a> State<'a> {
                 source = SymbolSource::Kallsyms;
             }
         }
-        let file = if matches!(source, SymbolSource::Kallsyms) { None } else { file };
+        let file = if matches!(source, SymbolSource::Kallsyms) {
+            None
+        } else {
+            file
+        };
         let image = Image {
             name: display,
-            recorded_path: md.recorded_path.clone().unwrap_or_else(|| format!("[{}]", md.name)),
+            recorded_path: md
+                .recorded_path
+                .clone()
+                .unwrap_or_else(|| format!("[{}]", md.name)),
             build_id: md.build_id.clone(),
             kernel: true,
             symbols: source,
@@ -502,7 +560,8 @@ impl<'a> State<'a> {
         let name = path.rsplit('/').next().unwrap_or(path).to_string();
         let special = path.starts_with('[') || path.starts_with("//");
         let build_id = map.build_id.clone().or_else(|| {
-            DsoKey::detect(path.as_bytes(), CpuMode::User).and_then(|k| self.header_build_ids.get(&k).cloned())
+            DsoKey::detect(path.as_bytes(), CpuMode::User)
+                .and_then(|k| self.header_build_ids.get(&k).cloned())
         });
         let (mut source, file) = if special {
             (
@@ -512,7 +571,11 @@ impl<'a> State<'a> {
                 None,
             )
         } else {
-            let lookup = self.sources.find(build_id.as_deref(), std::slice::from_ref(&name), Some(Path::new(path)));
+            let lookup = self.sources.find(
+                build_id.as_deref(),
+                std::slice::from_ref(&name),
+                Some(Path::new(path)),
+            );
             let (s, f, err) = self.open_found(&name, lookup, None);
             if let Some(e) = err {
                 self.profile.warnings.push(e);
@@ -536,7 +599,11 @@ impl<'a> State<'a> {
 
     /// Which module, if any, a kernel address belongs to.
     fn module_of(&mut self, addr: u64) -> Option<usize> {
-        if let Some(m) = self.modules.iter().position(|m| addr >= m.base && addr < m.base.saturating_add(m.size)) {
+        if let Some(m) = self
+            .modules
+            .iter()
+            .position(|m| addr >= m.base && addr < m.base.saturating_add(m.size))
+        {
             return Some(m);
         }
         if let Some((lo, hi)) = self.kernel_range {
@@ -562,7 +629,10 @@ impl<'a> State<'a> {
                 continue;
             }
             let img = self.module_image(m);
-            if self.files[img].as_ref().is_some_and(|f| f.contains_placed(addr)) {
+            if self.files[img]
+                .as_ref()
+                .is_some_and(|f| f.contains_placed(addr))
+            {
                 return Some(m);
             }
         }
@@ -574,7 +644,11 @@ impl<'a> State<'a> {
             Some(m) => (self.module_image(m), addr, self.modules[m].name.clone()),
             None => {
                 let img = self.kernel_image();
-                let a = if self.files[img].is_some() { addr.wrapping_sub(self.kaslr) } else { addr };
+                let a = if self.files[img].is_some() {
+                    addr.wrapping_sub(self.kaslr)
+                } else {
+                    addr
+                };
                 (img, a, String::new())
             }
         };
@@ -607,7 +681,10 @@ impl<'a> State<'a> {
         let raw: Vec<RawFrame> = if let Some(f) = &self.files[image] {
             f.frames(addr)
         } else if matches!(self.profile.images[image].symbols, SymbolSource::Kallsyms) {
-            let sym = self.kallsyms.as_ref().and_then(|k| k.lookup(kallsyms_owner, addr));
+            let sym = self
+                .kallsyms
+                .as_ref()
+                .and_then(|k| k.lookup(kallsyms_owner, addr));
             vec![RawFrame {
                 name: sym.map(|s| s.0.to_string()),
                 func_start: sym.map(|s| s.1),
@@ -680,7 +757,13 @@ impl<'a> State<'a> {
             .get(&tid)
             .or_else(|| self.comms.get(&pid))
             .cloned()
-            .unwrap_or_else(|| if pid == 0 { "swapper".into() } else { format!(":{tid}") });
+            .unwrap_or_else(|| {
+                if pid == 0 {
+                    "swapper".into()
+                } else {
+                    format!(":{tid}")
+                }
+            });
         let key = (pid, tid, comm);
         if let Some(i) = self.threads.get(&key) {
             return *i;
@@ -745,7 +828,8 @@ fn running_kernel_build_id() -> Option<String> {
     let notes = std::fs::read("/sys/kernel/notes").ok()?;
     let mut p = 0;
     while p + 12 <= notes.len() {
-        let rd = |o: usize| u32::from_ne_bytes(notes[o..o + 4].try_into().expect("4 bytes")) as usize;
+        let rd =
+            |o: usize| u32::from_ne_bytes(notes[o..o + 4].try_into().expect("4 bytes")) as usize;
         let (namesz, descsz, kind) = (rd(p), rd(p + 4), rd(p + 8));
         let name_at = p + 12;
         let desc_at = name_at + namesz.div_ceil(4) * 4;
@@ -772,13 +856,20 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
     }
     use linux_perf_data::linux_perf_event_reader::PerfEventType;
     match attr.attr.type_ {
-        PerfEventType::Software(c) => format!("{c:?}").to_lowercase().replace("cpuclock", "cpu-clock").replace("taskclock", "task-clock"),
+        PerfEventType::Software(c) => format!("{c:?}")
+            .to_lowercase()
+            .replace("cpuclock", "cpu-clock")
+            .replace("taskclock", "task-clock"),
         PerfEventType::Hardware(h, _) => format!("{h:?}").to_lowercase(),
         other => format!("{other:?}"),
     }
 }
 
-fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMut(Progress)) -> Result<()> {
+fn read_perf_data(
+    st: &mut State<'_>,
+    capture: &Capture,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
     let path = &capture.perf_data;
     let shown = capture.path.clone();
     let bad = |why: String| Error::BadPerfData {
@@ -789,6 +880,7 @@ fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMu
     let len = file.metadata().map_err(|e| Error::io(&shown, e))?.len();
     let header = perf_header::check(&mut file, len).map_err(bad)?;
     let total = header.data.size;
+    std::io::Seek::rewind(&mut file).map_err(|e| Error::io(&shown, e))?;
     let reader = BufReader::with_capacity(1 << 20, file);
     let PerfFileReader {
         mut perf_file,
@@ -835,9 +927,14 @@ fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMu
         };
         bytes += record.data.len() as u64 + 8;
         if samples % 65536 == 0 {
-            progress(Progress::Samples { bytes: bytes.min(total), total });
+            progress(Progress::Samples {
+                bytes: bytes.min(total),
+                total,
+            });
         }
-        if record.record_type == RecordType::MMAP2 && record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0 {
+        if record.record_type == RecordType::MMAP2
+            && record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0
+        {
             // linux-perf-event-reader asserts on a build-id longer than 20 bytes.
             let len_byte = record.data.get(32..33).map(|d| d.as_slice()[0]);
             if len_byte.is_none_or(|l| l > 20) {
@@ -863,10 +960,15 @@ fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMu
                 let thread = st.thread(pid, tid);
                 stack_buf.clear();
                 let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
-                let push = |st: &mut State<'_>, kernel: bool, addr: u64, stack_buf: &mut Vec<usize>| {
-                    let frames = if kernel { st.resolve_kernel(addr) } else { st.resolve_user(pid, addr) };
-                    stack_buf.extend_from_slice(&frames);
-                };
+                let push =
+                    |st: &mut State<'_>, kernel: bool, addr: u64, stack_buf: &mut Vec<usize>| {
+                        let frames = if kernel {
+                            st.resolve_kernel(addr)
+                        } else {
+                            st.resolve_user(pid, addr)
+                        };
+                        stack_buf.extend_from_slice(&frames);
+                    };
                 match &s.callchain {
                     Some(cc) if !cc.is_empty() => {
                         let mut first = true;
@@ -947,7 +1049,9 @@ fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMu
                     st.add_kernel_mapping(&path, m.address, m.length, m.page_offset);
                 } else if m.protection & PROT_EXEC != 0 {
                     let build_id = match &m.file_id {
-                        linux_perf_data::linux_perf_event_reader::Mmap2FileId::BuildId(b) => Some(crate::elf::hex(b)),
+                        linux_perf_data::linux_perf_event_reader::Mmap2FileId::BuildId(b) => {
+                            Some(crate::elf::hex(b))
+                        }
                         _ => None,
                     };
                     st.add_mapping(
@@ -966,7 +1070,10 @@ fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMu
             _ => {}
         }
     }
-    progress(Progress::Samples { bytes: total, total });
+    progress(Progress::Samples {
+        bytes: total,
+        total,
+    });
     if let Some(why) = damaged {
         if samples == 0 {
             return Err(bad(format!("{why} (no sample could be read)")));
@@ -983,7 +1090,9 @@ fn read_perf_data(st: &mut State<'_>, capture: &Capture, progress: &mut dyn FnMu
         ));
     }
     if samples == 0 {
-        st.profile.warnings.push("the capture has no samples".into());
+        st.profile
+            .warnings
+            .push("the capture has no samples".into());
     }
     Ok(())
 }

@@ -101,12 +101,15 @@ pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionR
         }
         let Some(fr) = self_frame(p, s) else { continue };
         let frame = &p.frames[fr];
-        let e = rows.entry(frame.function).or_insert_with(|| (vec![0; nev], HashMap::new()));
+        let e = rows
+            .entry(frame.function)
+            .or_insert_with(|| (vec![0; nev], HashMap::new()));
         for (a, b) in e.0.iter_mut().zip(&s.counts) {
             *a += b;
         }
         if let (Some(file), Some(line)) = (&frame.file, frame.line) {
-            *e.1.entry((file.clone(), line)).or_default() += s.counts.get(sort_event).copied().unwrap_or(0);
+            *e.1.entry((file.clone(), line)).or_default() +=
+                s.counts.get(sort_event).copied().unwrap_or(0);
         }
     }
     let mut out: Vec<FunctionRow> = rows
@@ -115,7 +118,11 @@ pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionR
             let hot_line = lines
                 .into_iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-                .map(|((file, line), samples)| HotLine { file, line, samples });
+                .map(|((file, line), samples)| HotLine {
+                    file,
+                    line,
+                    samples,
+                });
             FunctionRow {
                 function,
                 samples,
@@ -128,7 +135,12 @@ pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionR
         b.samples
             .get(sort_event)
             .cmp(&a.samples.get(sort_event))
-            .then_with(|| b.samples.iter().sum::<u64>().cmp(&a.samples.iter().sum::<u64>()))
+            .then_with(|| {
+                b.samples
+                    .iter()
+                    .sum::<u64>()
+                    .cmp(&a.samples.iter().sum::<u64>())
+            })
             .then_with(|| name(a.function).cmp(name(b.function)))
     });
     out
@@ -158,7 +170,10 @@ pub fn images(p: &Profile, f: &Filter) -> Vec<ImageRow> {
             *a += b;
         }
     }
-    let mut out: Vec<ImageRow> = per.into_iter().map(|(image, samples)| ImageRow { image, samples }).collect();
+    let mut out: Vec<ImageRow> = per
+        .into_iter()
+        .map(|(image, samples)| ImageRow { image, samples })
+        .collect();
     out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.image.cmp(&b.image)));
     out
 }
@@ -211,7 +226,13 @@ pub enum Direction {
 
 /// The callers or callees tree of the functions `targets` (merged), counting event `event`.
 /// Stacks run across the user→kernel boundary, so a syscall's user callers appear too.
-pub fn call_tree(p: &Profile, f: &Filter, targets: &[usize], event: usize, dir: Direction) -> CallNode {
+pub fn call_tree(
+    p: &Profile,
+    f: &Filter,
+    targets: &[usize],
+    event: usize,
+    dir: Direction,
+) -> CallNode {
     let mut root = CallNode {
         function: targets.first().copied().unwrap_or(0),
         samples: 0,
@@ -262,7 +283,8 @@ pub fn call_tree(p: &Profile, f: &Filter, targets: &[usize], event: usize, dir: 
 }
 
 fn sort_tree(n: &mut CallNode) {
-    n.children.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
+    n.children
+        .sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
     for c in &mut n.children {
         sort_tree(c);
     }

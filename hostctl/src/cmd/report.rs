@@ -1,9 +1,345 @@
-//! `kprofctl report`.
+//! `kprofctl report`: symbolize a capture and show one view of it in one format.
+
+use super::symbol_args::SymbolArgs;
+use crate::render;
+use anyhow::Context;
+use kprof_symbols::annotate::Annotation;
+use kprof_symbols::profile::Profile;
+use kprof_symbols::views::{self, Direction, Filter};
+use kprof_symbols::{Capture, Symbolizer};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Tables for a terminal (opreport-like).
+    Text,
+    /// Versioned JSON (docs/json-schema.md), for CI gates.
+    Json,
+    /// One self-contained HTML file.
+    Html,
+    /// Flamegraph SVG.
+    Svg,
+    /// Collapsed stacks (`a;b;c N`), for flamegraph tools.
+    Collapsed,
+    /// Gzipped pprof profile.proto (Pyroscope, Parca, `go tool pprof`).
+    Pprof,
+}
 
 /// Arguments of `kprofctl report`.
 #[derive(Debug, clap::Args)]
-pub struct ReportArgs {}
+pub struct ReportArgs {
+    /// A capture: an agent archive (.kprof.tar.gz) or a bare perf.data.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: PathBuf,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+    /// Only samples whose leaf is in this image (`vmlinux`, `mychardrv.ko`, `busybox`).
+    #[arg(long, value_name = "NAME")]
+    pub image: Option<String>,
+    /// Only these events (comma-separated or repeated), in this column order.
+    #[arg(long, value_name = "E", value_delimiter = ',')]
+    pub event: Vec<String>,
+    /// Add a column A/B of two events' samples, e.g. L1-dcache-load-misses/L1-dcache-loads.
+    #[arg(long, value_name = "A/B")]
+    pub ratio: Option<String>,
+    /// Only samples in the kernel and modules.
+    #[arg(long, conflicts_with = "user")]
+    pub kernel: bool,
+    /// Only samples in user space.
+    #[arg(long)]
+    pub user: bool,
+    /// Only threads with this command name.
+    #[arg(long, value_name = "C")]
+    pub comm: Option<String>,
+    /// Only this process (or thread) id.
+    #[arg(long, value_name = "P")]
+    pub pid: Option<i32>,
+    /// Who calls FUNC, as a tree with shares (FUNC or IMAGE:FUNC).
+    #[arg(long, value_name = "FUNC", group = "view")]
+    pub callers: Option<String>,
+    /// What FUNC calls, as a tree with shares.
+    #[arg(long, value_name = "FUNC", group = "view")]
+    pub callees: Option<String>,
+    /// Source lines and disassembly of FUNC with samples per line and instruction.
+    #[arg(long, value_name = "FUNC", group = "view")]
+    pub annotate: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Rows of the functions table in text output (0 = all).
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    pub limit: usize,
+}
 
-pub fn run(_args: ReportArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`kprofctl report` is not available in this build")
+/// A symbolized capture with what produced it.
+pub struct Loaded {
+    pub profile: Profile,
+    pub symbolizer: Symbolizer,
+    pub prefixes: Vec<(String, String)>,
+}
+
+/// Symbolizes a capture, with progress bars on a terminal.
+pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
+    let opts = symbols.options()?;
+    let prefixes = opts.source_prefix.clone();
+    let bar = progress_bar();
+    let mut on_progress = |p: kprof_symbols::Progress| {
+        let Some(bar) = &bar else { return };
+        match p {
+            kprof_symbols::Progress::Index(kprof_symbols::index::Progress::Walked(n)) => {
+                bar.set_message(format!("indexing symbol paths: {n} files"));
+                bar.tick();
+            }
+            kprof_symbols::Progress::Index(kprof_symbols::index::Progress::Read {
+                done,
+                total,
+            }) => {
+                bar.set_length(total);
+                bar.set_position(done);
+                bar.set_message("reading build-ids");
+            }
+            kprof_symbols::Progress::Samples { bytes, total } => {
+                bar.set_length(total);
+                bar.set_position(bytes);
+                bar.set_message("symbolizing samples");
+            }
+        }
+    };
+    let mut symbolizer = Symbolizer::new(opts, &mut on_progress)?;
+    let cap = Capture::open(capture)?;
+    let profile = symbolizer.symbolize(&cap, &mut on_progress)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(Loaded {
+        profile,
+        symbolizer,
+        prefixes,
+    })
+}
+
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {percent}%")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+/// Event indices selected by `--event`, in the order given; all events when none.
+fn select_events(p: &Profile, names: &[String]) -> anyhow::Result<Vec<usize>> {
+    if names.is_empty() {
+        return Ok((0..p.events.len()).collect());
+    }
+    names.iter().map(|n| event_index(p, n)).collect()
+}
+
+fn event_index(p: &Profile, name: &str) -> anyhow::Result<usize> {
+    p.events
+        .iter()
+        .position(|e| e.name == name)
+        .with_context(|| {
+            format!(
+                "event {name:?} is not in the capture; it has: {}",
+                p.events
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// A profile with only the given events, in that order (stacks without samples dropped).
+fn project(p: &Profile, events: &[usize]) -> Profile {
+    let mut out = p.clone();
+    out.events = events.iter().map(|e| p.events[*e].clone()).collect();
+    for s in &mut out.stacks {
+        s.counts = events.iter().map(|e| s.counts[*e]).collect();
+    }
+    out.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
+    out
+}
+
+fn rewrite(prefixes: &[(String, String)], f: &str) -> String {
+    for (old, new) in prefixes {
+        if let Some(rest) = f.strip_prefix(old.as_str()) {
+            return format!("{new}{rest}");
+        }
+    }
+    f.to_string()
+}
+
+/// Annotates the function named `name` (or IMAGE:NAME) for every event.
+pub fn annotate_all(l: &Loaded, filter: &Filter, name: &str) -> anyhow::Result<Vec<Annotation>> {
+    let p = &l.profile;
+    let found = views::find_functions(p, name);
+    if found.is_empty() {
+        anyhow::bail!("no function {name:?} in the samples (use the name as the functions view shows it, or IMAGE:NAME)");
+    }
+    // The one with most self samples when a name exists in several images.
+    let rows = views::functions(p, filter);
+    let f = rows
+        .iter()
+        .find(|r| found.contains(&r.function))
+        .map(|r| r.function)
+        .unwrap_or(found[0]);
+    let file = l.symbolizer.symbol_file(p.functions[f].image);
+    let rw = |s: &str| rewrite(&l.prefixes, s);
+    Ok((0..p.events.len())
+        .map(|e| kprof_symbols::annotate::annotate(p, filter, f, e, file, &rw))
+        .collect())
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    let l = load(&args.capture, &args.symbols)?;
+    let events = select_events(&l.profile, &args.event)?;
+    let ratio = match &args.ratio {
+        Some(r) => {
+            let (a, b) = r
+                .split_once('/')
+                .with_context(|| format!("--ratio {r:?}: expected A/B"))?;
+            let (a, b) = (event_index(&l.profile, a)?, event_index(&l.profile, b)?);
+            let pa = events.iter().position(|e| *e == a);
+            let pb = events.iter().position(|e| *e == b);
+            match (pa, pb) {
+                (Some(a), Some(b)) => Some((a, b)),
+                _ => anyhow::bail!("--ratio {r}: both events must be among the selected --event"),
+            }
+        }
+        None => None,
+    };
+    let filter = Filter {
+        image: args.image.clone(),
+        kernel: args.kernel,
+        user: args.user,
+        comm: args.comm.clone(),
+        pid: args.pid,
+    };
+    let projected = Loaded {
+        profile: project(&views::filtered(&l.profile, &filter), &events),
+        symbolizer: l.symbolizer,
+        prefixes: l.prefixes,
+    };
+    let p = &projected.profile;
+    for w in &p.warnings {
+        eprintln!("kprofctl: warning: {w}");
+    }
+    if p.stacks.is_empty() {
+        if l.profile.stacks.is_empty() {
+            anyhow::bail!("{}: the capture has no samples", args.capture.display());
+        }
+        anyhow::bail!(
+            "no samples match the filters (--image/--kernel/--user/--comm/--pid/--event)"
+        );
+    }
+    let all = Filter::default();
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(f) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let tree = |name: &str, dir: Direction| -> anyhow::Result<views::CallNode> {
+        let targets = views::find_functions(p, name);
+        if targets.is_empty() {
+            anyhow::bail!("no function {name:?} in the samples");
+        }
+        Ok(views::call_tree(p, &all, &targets, 0, dir))
+    };
+    match args.format {
+        Format::Text | Format::Json => {
+            let json = args.format == Format::Json;
+            if let Some(f) = &args.callers {
+                let t = tree(f, Direction::Callers)?;
+                if json {
+                    render::json::write_tree(p, &t, Direction::Callers, &mut out)?
+                } else {
+                    render::text::write_tree(p, &t, Direction::Callers, &mut out)?
+                }
+            } else if let Some(f) = &args.callees {
+                let t = tree(f, Direction::Callees)?;
+                if json {
+                    render::json::write_tree(p, &t, Direction::Callees, &mut out)?
+                } else {
+                    render::text::write_tree(p, &t, Direction::Callees, &mut out)?
+                }
+            } else if let Some(f) = &args.annotate {
+                let anns = annotate_all(&projected, &all, f)?;
+                if json {
+                    render::json::write_annotation(p, &anns, &mut out)?
+                } else {
+                    render::text::write_annotation(p, &anns, &mut out)?
+                }
+            } else if json {
+                render::json::write_functions(p, ratio, &mut out)?
+            } else {
+                let limit = if args.limit == 0 {
+                    usize::MAX
+                } else {
+                    args.limit
+                };
+                render::text::write_functions(p, ratio, limit, &mut out)?
+            }
+        }
+        Format::Html => {
+            let target = match &args.annotate {
+                Some(f) => Some(f.clone()),
+                None => hottest_function(p),
+            };
+            let anns = match target {
+                Some(f) => annotate_all(&projected, &all, &f)?,
+                None => Vec::new(),
+            };
+            render::html::write(p, anns.first(), &mut out)?
+        }
+        Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
+        Format::Collapsed => render::collapsed::write(p, &mut out)?,
+        Format::Pprof => render::pprof::write(p, &mut out)?,
+    }
+    out.flush().context("writing the report")?;
+    Ok(())
+}
+
+/// `image:name` of the function with most self samples.
+fn hottest_function(p: &Profile) -> Option<String> {
+    let rows = views::functions(p, &Filter::default());
+    let f = &p.functions[rows.first()?.function];
+    Some(format!("{}:{}", p.images[f.image].name, f.name.as_deref()?))
+}
+
+/// After `kprofctl fetch`: symbol warnings, the top functions, and `<capture>.html`.
+pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<()> {
+    let l = load(capture, symbols)?;
+    let p = &l.profile;
+    for w in &p.warnings {
+        eprintln!("kprofctl: warning: {w}");
+    }
+    if p.stacks.is_empty() {
+        anyhow::bail!("{}: the capture has no samples", capture.display());
+    }
+    let mut stdout = std::io::stdout().lock();
+    render::text::write_functions(p, None, 10, &mut stdout)?;
+    let html = PathBuf::from(format!("{}.html", capture.display()));
+    let anns = match hottest_function(p) {
+        Some(f) => annotate_all(&l, &Filter::default(), &f)?,
+        None => Vec::new(),
+    };
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(&html).with_context(|| format!("creating {}", html.display()))?,
+    );
+    render::html::write(p, anns.first(), &mut file)?;
+    file.flush()
+        .with_context(|| format!("writing {}", html.display()))?;
+    writeln!(stdout, "HTML report: {}", html.display())?;
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Options that say where symbol files are, shared by `report`, `symbols`, `diff` and `fetch`.
 
-use std::path::PathBuf;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 
 /// Where to look for symbol files (matched by build-id only).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -17,4 +18,106 @@ pub struct SymbolArgs {
     /// Rewrite source paths recorded at build time (repeatable), e.g. /build/linux=/home/me/linux.
     #[arg(long = "source-prefix", value_name = "OLD=NEW")]
     pub source_prefix: Vec<String>,
+}
+
+/// `kprof.toml` as far as symbols go.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Config {
+    #[serde(default)]
+    symbols: ConfigSymbols,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ConfigSymbols {
+    #[serde(default)]
+    paths: Vec<PathBuf>,
+}
+
+/// The nearest `kprof.toml` in the working directory or above; `$KPROF_CONFIG` overrides.
+fn config_file() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("KPROF_CONFIG") {
+        return Some(PathBuf::from(p));
+    }
+    let mut dir = std::env::current_dir().ok()?;
+    loop {
+        let c = dir.join("kprof.toml");
+        if c.is_file() {
+            return Some(c);
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
+}
+
+fn config_paths() -> anyhow::Result<Vec<PathBuf>> {
+    let Some(file) = config_file() else {
+        return Ok(Vec::new());
+    };
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let cfg: Config =
+        toml::from_str(&text).with_context(|| format!("{}: bad kprof.toml", file.display()))?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    // Relative paths in kprof.toml are relative to the file, not to where kprofctl runs.
+    Ok(cfg
+        .symbols
+        .paths
+        .into_iter()
+        .map(|p| base.join(p))
+        .collect())
+}
+
+impl SymbolArgs {
+    /// Every path to index: `--symbols`, kprof.toml, the Yocto and Buildroot trees.
+    /// Trees that cannot be read as such are errors: the user asked for them.
+    pub fn paths(&self) -> anyhow::Result<Vec<PathBuf>> {
+        let mut out = self.symbols.clone();
+        for p in &out {
+            if !p.exists() {
+                anyhow::bail!("--symbols {}: no such file or directory", p.display());
+            }
+        }
+        out.extend(config_paths()?);
+        let yocto = self.yocto.clone().or_else(|| {
+            std::env::var_os("BUILDDIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        if let Some(y) = yocto {
+            let found = kprof_symbols::discover::yocto_symbol_paths(&y)
+                .with_context(|| format!("Yocto build directory {}", y.display()))?;
+            out.extend(found);
+        }
+        if let Some(b) = &self.buildroot {
+            let found = kprof_symbols::discover::buildroot_symbol_paths(b)
+                .with_context(|| format!("Buildroot output directory {}", b.display()))?;
+            out.extend(found);
+        }
+        Ok(out)
+    }
+
+    /// `--source-prefix OLD=NEW` pairs.
+    pub fn prefixes(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.source_prefix
+            .iter()
+            .map(|s| match s.split_once('=') {
+                Some((a, b)) if !a.is_empty() => Ok((a.to_string(), b.to_string())),
+                _ => anyhow::bail!("--source-prefix {s:?}: expected OLD=NEW"),
+            })
+            .collect()
+    }
+
+    /// Symbolizer options for these arguments.
+    pub fn options(&self) -> anyhow::Result<kprof_symbols::Options> {
+        let mut o = kprof_symbols::Options {
+            symbol_paths: self.paths()?,
+            source_prefix: self.prefixes()?,
+            ..kprof_symbols::Options::default()
+        };
+        if let Some(dir) = std::env::var_os("KPROF_CACHE_DIR") {
+            o.index_store = Some(PathBuf::from(dir).join("buildid-index.json"));
+        }
+        Ok(o)
+    }
 }

@@ -2,7 +2,15 @@
 //! symbols: vmlinux, unstripped modules, split debuginfo, unstripped user binaries.
 //!
 //! Discovery only lists candidate files and directories; the build-id index decides which
-//! of them is used.
+//! of them is used. It reads directory layouts (and, for Yocto, `bitbake -e virtual/kernel`
+//! when bitbake is at hand), never file contents beyond `modules.order`.
+
+pub mod bitbake_env;
+pub mod buildroot;
+pub mod yocto;
+
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +20,10 @@ pub enum DiscoverError {
     /// The directory does not look like the kind of build tree it was given as.
     NotABuildTree { path: PathBuf, why: String },
     /// Reading the tree failed.
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl std::fmt::Display for DiscoverError {
@@ -34,17 +45,84 @@ impl std::error::Error for DiscoverError {
 }
 
 /// Files and directories of a Yocto build directory (`$BUILDDIR`) that may hold symbols.
+///
+/// The kernel's `B` comes from `bitbake -e virtual/kernel` when `bitbake` is on `PATH`
+/// (an initialized build environment), else from the work directory layout.
 pub fn yocto_symbol_paths(builddir: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
-    Err(DiscoverError::NotABuildTree {
-        path: builddir.to_path_buf(),
-        why: "Yocto discovery is not written yet".into(),
-    })
+    let env = yocto::kernel_env_from_bitbake(builddir);
+    yocto::symbol_paths(builddir, env.as_ref())
 }
 
 /// Files and directories of a Buildroot output directory that may hold symbols.
 pub fn buildroot_symbol_paths(output: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
-    Err(DiscoverError::NotABuildTree {
-        path: output.to_path_buf(),
-        why: "Buildroot discovery is not written yet".into(),
-    })
+    buildroot::symbol_paths(output)
+}
+
+/// Sorted entries of a directory; a missing directory is empty, other errors are errors.
+fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(DiscoverError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|source| DiscoverError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        out.push(entry.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Subdirectories of `dir`, sorted.
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
+    Ok(read_dir_sorted(dir)?
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect())
+}
+
+/// `*.ko` files below `dir`, at most `depth` levels down, sorted; symlinks are not followed.
+fn find_modules(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), DiscoverError> {
+    for p in read_dir_sorted(dir)? {
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if meta.is_dir() && depth > 0 {
+            find_modules(&p, depth - 1, out)?;
+        } else if meta.is_file() && p.extension().is_some_and(|e| e == "ko") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// In-tree modules of a kernel build directory, from its `modules.order` (entries are
+/// `drivers/x/y.ko` up to Linux 6.1, `drivers/x/y.o` since 6.2); only those that exist.
+fn kernel_build_modules(kbuild: &Path) -> Vec<PathBuf> {
+    let Ok(order) = std::fs::read_to_string(kbuild.join("modules.order")) else {
+        return Vec::new();
+    };
+    order
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let l = l.strip_prefix("kernel/").unwrap_or(l);
+            let ko = l
+                .strip_suffix(".o")
+                .map(|s| format!("{s}.ko"))
+                .unwrap_or_else(|| l.to_string());
+            kbuild.join(ko)
+        })
+        .filter(|p| p.is_file())
+        .collect()
 }
