@@ -8,6 +8,10 @@
 //! filterable, a column group per event), flamegraph per event, call tree (expandable), and
 //! annotated source (the given annotation, and the hottest source lines of the profile).
 
+#[cfg(test)]
+pub(crate) mod capture;
+#[cfg(test)]
+mod chromium;
 mod escape;
 #[cfg(test)]
 pub(crate) mod fixture;

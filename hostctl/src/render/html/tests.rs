@@ -1,13 +1,9 @@
 //! Tests of the HTML page on the hand-built profile, in headless Chromium too.
-
-use std::io;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use kprof_symbols::annotate::{Instruction, SourceLine};
 
-use super::fixture;
+use super::chromium::{assert_non_blank_png, chromium};
 use super::*;
+use super::{capture, fixture};
 
 fn page(annotation: Option<&Annotation>) -> String {
     let mut out = Vec::new();
@@ -188,82 +184,6 @@ fn render_html_chromium_shows_top_function() {
         first_row.contains("compute"),
         "top function not first in the DOM"
     );
-    if let Some(keep) = std::env::var_os("KPROF_KEEP_SCREENSHOT") {
-        std::fs::copy(&shot, keep).unwrap();
-    }
-}
-
-/// Runs headless Chromium on `page`: writes a screenshot to `png`, returns the DOM after
-/// scripts ran.
-pub(crate) fn chromium(page: &Path, png: &Path, scratch: &Path) -> String {
-    let common = |profile: &str| -> Vec<String> {
-        [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain([format!(
-            "--user-data-dir={}",
-            scratch.join(profile).display()
-        )])
-        .collect()
-    };
-    let url = format!("file://{}", page.display());
-    let shot = Command::new(chromium_binary())
-        .args(common("shot"))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg("--window-size=1400,2200")
-        .arg(&url)
-        .output()
-        .expect("chromium runs (apt-get install chromium)");
-    assert!(
-        shot.status.success(),
-        "chromium --screenshot failed: {}",
-        String::from_utf8_lossy(&shot.stderr)
-    );
-    let dom = Command::new(chromium_binary())
-        .args(common("dom"))
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .expect("chromium runs");
-    assert!(
-        dom.status.success(),
-        "chromium --dump-dom failed: {}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    String::from_utf8(dom.stdout).expect("the DOM is UTF-8")
-}
-
-fn chromium_binary() -> PathBuf {
-    std::env::var_os("KPROF_CHROMIUM").map_or_else(|| PathBuf::from("chromium"), PathBuf::from)
-}
-
-/// The PNG decodes and is not one flat colour (a blank or failed render is).
-pub(crate) fn assert_non_blank_png(path: &Path) {
-    let decoder = png::Decoder::new(io::BufReader::new(
-        std::fs::File::open(path).expect("chromium wrote the screenshot"),
-    ));
-    let mut reader = decoder.read_info().expect("a PNG");
-    let mut buf = vec![0; reader.output_buffer_size().expect("a sane PNG size")];
-    let info = reader.next_frame(&mut buf).expect("PNG pixels");
-    let pixels = &buf[..info.buffer_size()];
-    let step = info.color_type.samples() * usize::from(info.bit_depth as u8).div_ceil(8);
-    let first = &pixels[..step];
-    let differing = pixels.chunks(step).filter(|p| *p != first).count();
-    let total = pixels.len() / step;
-    assert!(
-        differing * 100 > total,
-        "screenshot is blank: {differing} of {total} pixels differ from the first"
-    );
 }
 
 /// The text of the first row in the body of the table with id `id`.
@@ -293,4 +213,70 @@ fn decode_base64(s: &str) -> Vec<u8> {
         out.extend(&n.to_be_bytes()[1..=bytes]);
     }
     out
+}
+
+/// On a real `perf record -g` capture of a C program, the page's top function is the one
+/// `perf report` puts first, Chromium renders it, and the annotation of that function
+/// highlights a line of its hot loop.
+#[test]
+fn render_html_real_capture_matches_perf_report() {
+    let recorded = capture::record(300, 100);
+    let (symbolizer, profile) = recorded.symbolize();
+    let perf_top = capture::perf_report_symbols(&recorded.perf_data());
+    assert_eq!(
+        perf_top[0].0, "spin",
+        "the workload's hot function: {perf_top:?}"
+    );
+
+    let spin = kprof_symbols::views::find_functions(&profile, "spin");
+    assert_eq!(spin.len(), 1, "one spin in the profile");
+    let image = profile.functions[spin[0]].image;
+    let annotation = kprof_symbols::annotate::annotate(
+        &profile,
+        &kprof_symbols::views::Filter::default(),
+        spin[0],
+        0,
+        symbolizer.symbol_file(image),
+        &|path| path.to_owned(),
+    );
+    let mut html = Vec::new();
+    write(&profile, Some(&annotation), &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+
+    let path = recorded.dir.path().join("report.html");
+    std::fs::write(&path, &html).unwrap();
+    let shot = recorded.dir.path().join("report.png");
+    let dom = chromium(&path, &shot, recorded.dir.path());
+    assert_non_blank_png(&shot);
+    let row = first_body_row(&dom, "functions-table");
+    assert!(row.contains(">spin<") && row.contains(">prog<"), "{row}");
+    // The share perf reports for spin, to the rounding of its two decimals.
+    let ours: f64 = {
+        let pct = &row[..row.rfind("%</td>").unwrap()];
+        let pct = &pct[..pct.rfind("%</td>").unwrap()];
+        pct[pct.rfind('>').unwrap() + 1..].parse().unwrap()
+    };
+    assert!(
+        (ours - perf_top[0].1).abs() < 0.01,
+        "ours {ours}, perf {}",
+        perf_top[0].1
+    );
+
+    let listing = &html[html
+        .find("<h3><code>prog:spin</code></h3>")
+        .expect("annotation")..];
+    let hot = &listing[listing.find("<tr class=\"hot\">").expect("a hot line")..];
+    let hot = &hot[..hot.find("</tr>").unwrap()];
+    assert!(
+        hot.contains("mix("),
+        "the hot line is the loop or the inlined mix: {hot}"
+    );
+    assert!(
+        listing.contains("imul"),
+        "the disassembly has the loop's multiply"
+    );
+    if let Some(keep) = std::env::var_os("KPROF_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, &keep).unwrap();
+        std::fs::copy(&path, std::path::Path::new(&keep).with_extension("html")).unwrap();
+    }
 }
