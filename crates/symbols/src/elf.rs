@@ -73,6 +73,8 @@ pub struct SymbolFile {
     pub relocatable: bool,
     symbols: Vec<Sym>,
     anchors: HashMap<String, u64>,
+    /// Every name of an address that has several (`init_module` and `mymod_init`).
+    aliases: HashMap<u64, Vec<String>>,
     dwarf: Option<addr2line::Context<Reader>>,
     /// `(file offset, vaddr, file size)` of each PT_LOAD segment.
     segments: Vec<(u64, u64, u64)>,
@@ -188,6 +190,7 @@ impl SymbolFile {
             .filter(|s| ANCHORS.contains(&s.name.as_str()))
             .map(|s| (s.name.clone(), s.start))
             .collect();
+        let aliases = aliases_of(&symbols);
         finish_symbols(&mut symbols);
         let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
         let dwarf = if dwarf_obj.section_by_name(".debug_info").is_some() {
@@ -211,6 +214,7 @@ impl SymbolFile {
             relocatable,
             symbols,
             anchors,
+            aliases,
             dwarf,
             segments,
             code,
@@ -331,8 +335,14 @@ impl SymbolFile {
         let last = out.last_mut().expect("one frame");
         last.inlined = false;
         if let Some((name, start, size)) = sym {
-            // The symbol table names the function as perf does; DWARF names the inlined ones.
-            last.name = Some(demangle(name));
+            // The symbol table names the function as perf does (`foo.isra.0`); DWARF names the
+            // inlined ones, and picks among aliases of one address the one the source uses.
+            let dwarf_alias = last.name.take().filter(|d| {
+                self.aliases
+                    .get(&start)
+                    .is_some_and(|names| names.iter().any(|n| n == d))
+            });
+            last.name = Some(dwarf_alias.unwrap_or_else(|| demangle(name)));
             last.func_start = Some(start);
             last.func_size = Some(size);
         }
@@ -417,6 +427,15 @@ fn collect_symbols(
         }
     }
     syms
+}
+
+fn aliases_of(syms: &[Sym]) -> HashMap<u64, Vec<String>> {
+    let mut by_addr: HashMap<u64, Vec<String>> = HashMap::new();
+    for s in syms {
+        by_addr.entry(s.start).or_default().push(s.name.clone());
+    }
+    by_addr.retain(|_, v| v.len() > 1);
+    by_addr
 }
 
 fn finish_symbols(syms: &mut Vec<Sym>) {

@@ -1,0 +1,68 @@
+//! Building the test module with kbuild against Debian's linux-headers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The kbuild tree of Debian's `linux-headers-*-amd64` (there is no /lib/modules/*/build for
+/// the running kernel of a container or CI machine).
+pub fn kbuild_dir() -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/src")
+        .expect("/usr/src")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("linux-headers-") && n.ends_with("-amd64") && p.join("Makefile").is_file()
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop()
+        .expect("no /usr/src/linux-headers-*-amd64: apt-get install linux-headers-amd64 (ci/apt-packages.txt)")
+}
+
+/// Builds `tests/data/kmod` in a fresh directory under `work` and returns the `.ko`.
+pub fn build_module(work: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kmod");
+    let dir = work.join("kmod");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["kprof_testmod.c", "Kbuild"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(kbuild_dir())
+        .arg(format!("M={}", dir.display()))
+        .arg("modules")
+        .output()
+        .expect("running make");
+    assert!(
+        out.status.success(),
+        "kbuild failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("kprof_testmod.ko")
+}
+
+/// `addr2line -f -i -j SECTION OFFSET` of binutils: `(function, file, line)` innermost first.
+pub fn binutils_frames(ko: &Path, section: &str, offset: u64) -> Vec<(String, String, u32)> {
+    let out = Command::new("addr2line")
+        .arg("-e")
+        .arg(ko)
+        .args(["-f", "-i", "-j", section])
+        .arg(format!("{offset:#x}"))
+        .output()
+        .expect("running addr2line (binutils)");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .chunks(2)
+        .map(|c| {
+            let (file, line) = c[1].rsplit_once(':').unwrap();
+            let line = line.split_whitespace().next().unwrap().parse().unwrap_or(0);
+            (c[0].to_string(), file.to_string(), line)
+        })
+        .collect()
+}

@@ -1,0 +1,165 @@
+//! A real kbuild `.ko` placed at recorded section addresses: every address resolves to the
+//! function and line binutils' `addr2line -j SECTION` gives for the section offset.
+
+mod common;
+
+use kprof_symbols::elf::{Placement, SymbolFile};
+use object::{Object, ObjectSection, ObjectSymbol};
+use std::path::Path;
+
+/// Sections placed like the module loader does: core sections packed from one base, init
+/// sections in their own allocation.
+fn placement(ko: &Path) -> Placement {
+    let data = std::fs::read(ko).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    let mut core = 0xffff_ffff_c0a0_0000u64;
+    let mut init = 0xffff_ffff_c0b4_0000u64;
+    let mut p = Placement::new();
+    for s in obj.sections() {
+        let object::SectionFlags::Elf { sh_flags } = s.flags() else {
+            continue;
+        };
+        if sh_flags & u64::from(object::elf::SHF_ALLOC) == 0 || s.size() == 0 {
+            continue;
+        }
+        let name = s.name().unwrap().to_string();
+        let cursor = if name.starts_with(".init") {
+            &mut init
+        } else {
+            &mut core
+        };
+        let align = s.align().max(1);
+        *cursor = (*cursor).div_ceil(align) * align;
+        p.insert(name, *cursor);
+        *cursor += s.size() + 0x40;
+    }
+    p
+}
+
+/// Checks every function of the text sections at several offsets against binutils.
+fn check_module(ko: &Path) -> usize {
+    let place = placement(ko);
+    let file = SymbolFile::open(ko, None, Some(&place)).expect("loading the module");
+    assert!(file.relocatable && file.has_lines && file.has_symbols);
+    let data = std::fs::read(ko).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    let mut checked = 0;
+    let mut sections_seen = std::collections::BTreeSet::new();
+    for sym in obj
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+    {
+        let sec = obj.section_by_index(sym.section_index().unwrap()).unwrap();
+        let sec_name = sec.name().unwrap();
+        let base = place[sec_name];
+        for off in [0, sym.size() / 3, sym.size() / 2, sym.size() - 1] {
+            let sec_off = sym.address() + off;
+            let expected = common::binutils_frames(ko, sec_name, sec_off);
+            let got = file.frames(base + sec_off);
+            assert_eq!(
+                got.len(),
+                expected.len(),
+                "{sec_name}+{sec_off:#x}: {got:?} vs {expected:?}"
+            );
+            for (g, (func, path, line)) in got.iter().zip(&expected) {
+                let name = g.name.as_deref().unwrap_or("?");
+                // binutils names aliases by DWARF; the symbol table may name the outer one
+                // `init_module` for `kprof_testmod_init`.
+                let alias = matches!(
+                    (name, func.as_str()),
+                    ("init_module", "kprof_testmod_init")
+                        | ("cleanup_module", "kprof_testmod_exit")
+                );
+                assert!(
+                    name == func || alias,
+                    "{sec_name}+{sec_off:#x}: function {name} vs {func}"
+                );
+                assert_eq!(
+                    g.line,
+                    Some(*line),
+                    "{sec_name}+{sec_off:#x} in {func}: line"
+                );
+                let gf = g.file.as_deref().unwrap_or("");
+                assert_eq!(
+                    Path::new(gf).file_name(),
+                    Path::new(path).file_name(),
+                    "{sec_name}+{sec_off:#x}: file"
+                );
+            }
+            checked += 1;
+        }
+        sections_seen.insert(sec_name.to_string());
+    }
+    for s in [".text", ".text.unlikely", ".init.text"] {
+        assert!(
+            sections_seen.contains(s),
+            "test module has no function in {s}: {sections_seen:?}"
+        );
+    }
+    checked
+}
+
+/// Addresses in .text, .text.unlikely and .init.text of a kbuild module resolve to binutils' answers.
+#[test]
+fn resolve_ko_placed_sections_match_binutils() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ko = common::build_module(tmp.path());
+    let n = check_module(&ko);
+    assert!(n >= 16, "only {n} addresses checked");
+}
+
+/// A module whose .text and .text.unlikely have non-zero sh_addr still resolves by placement.
+#[test]
+fn resolve_ko_nonzero_sh_addr_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ko = common::build_module(tmp.path());
+    let shifted = tmp.path().join("shifted.ko");
+    let st = std::process::Command::new("objcopy")
+        .args([
+            "--change-section-address",
+            ".text=0x4000",
+            "--change-section-address",
+            ".text.unlikely=0x8000",
+        ])
+        .arg(&ko)
+        .arg(&shifted)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = std::fs::read(&shifted).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    assert_eq!(obj.section_by_name(".text").unwrap().address(), 0x4000);
+    check_module(&shifted);
+}
+
+/// The hot loop of the module resolves to the marked source line, with the inlined helper.
+#[test]
+fn resolve_ko_hot_line_and_inline_frame() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ko = common::build_module(tmp.path());
+    let src = std::fs::read_to_string(ko.with_file_name("kprof_testmod.c")).unwrap();
+    let line_of = |marker: &str| src.lines().position(|l| l.contains(marker)).unwrap() as u32 + 1;
+    let (hot, mix) = (line_of("HOT_LINE"), line_of("MIX_LINE"));
+    let place = placement(&ko);
+    let file = SymbolFile::open(&ko, None, Some(&place)).unwrap();
+    let (lo, _) = (place[".text"], 0);
+    let rows = file.lines_in(lo, lo + 0x1000);
+    assert!(
+        rows.iter().any(|r| r.2 == hot || r.2 == mix),
+        "no line-table row for the hot loop: {rows:?}"
+    );
+    // Some address of kprof_hot has kprof_mix inlined at the hot line.
+    let inlined = rows.iter().any(|r| {
+        let f = file.frames(r.0);
+        f.len() >= 2
+            && f[0].name.as_deref() == Some("kprof_mix")
+            && f[0].line == Some(mix)
+            && f[1].name.as_deref() == Some("kprof_hot")
+            && f[1].line == Some(hot)
+            && f[0].inlined
+    });
+    assert!(
+        inlined,
+        "no address with kprof_mix inlined into kprof_hot at line {hot}"
+    );
+}
