@@ -503,9 +503,15 @@ impl<'a> State<'a> {
                         path.display()
                     ));
                 }
+                let what = match (&file, &source) {
+                    (Some(f), _) => {
+                        format!("{} has the build-id but is stripped", f.path.display())
+                    }
+                    (None, SymbolSource::Missing { why }) => why.clone(),
+                    _ => "no matching file".into(),
+                };
                 self.profile.warnings.push(format!(
-                    "{display}: no usable unstripped module with build-id {}: function names from {}, no source lines",
-                    md.build_id.as_deref().unwrap_or("(none recorded)"),
+                    "{display}: {what}: function names from {}, no source lines",
                     self.kallsyms_origin
                 ));
                 source = SymbolSource::Kallsyms;
@@ -942,10 +948,16 @@ fn read_perf_data(
                 continue;
             }
         }
-        let parsed = match record.parse() {
-            Ok(p) => p,
-            Err(e) => {
+        // The record parser indexes and multiplies lengths from the file; a damaged record
+        // must end as a damaged record, not as a crash of the report.
+        let parsed = match std::panic::catch_unwind(|| record.parse()) {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
                 damaged.get_or_insert_with(|| format!("unparsable record: {e}"));
+                continue;
+            }
+            Err(_) => {
+                damaged.get_or_insert_with(|| "record with impossible lengths".into());
                 continue;
             }
         };

@@ -3,42 +3,13 @@
 
 mod common;
 
-use kprof_symbols::elf::{Placement, SymbolFile};
+use kprof_symbols::elf::SymbolFile;
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::path::Path;
 
-/// Sections placed like the module loader does: core sections packed from one base, init
-/// sections in their own allocation.
-fn placement(ko: &Path) -> Placement {
-    let data = std::fs::read(ko).unwrap();
-    let obj = object::File::parse(&data[..]).unwrap();
-    let mut core = 0xffff_ffff_c0a0_0000u64;
-    let mut init = 0xffff_ffff_c0b4_0000u64;
-    let mut p = Placement::new();
-    for s in obj.sections() {
-        let object::SectionFlags::Elf { sh_flags } = s.flags() else {
-            continue;
-        };
-        if sh_flags & u64::from(object::elf::SHF_ALLOC) == 0 || s.size() == 0 {
-            continue;
-        }
-        let name = s.name().unwrap().to_string();
-        let cursor = if name.starts_with(".init") {
-            &mut init
-        } else {
-            &mut core
-        };
-        let align = s.align().max(1);
-        *cursor = (*cursor).div_ceil(align) * align;
-        p.insert(name, *cursor);
-        *cursor += s.size() + 0x40;
-    }
-    p
-}
-
 /// Checks every function of the text sections at several offsets against binutils.
 fn check_module(ko: &Path) -> usize {
-    let place = placement(ko);
+    let place = common::placement(ko);
     let file = SymbolFile::open(ko, None, Some(&place)).expect("loading the module");
     assert!(file.relocatable && file.has_lines && file.has_symbols);
     let data = std::fs::read(ko).unwrap();
@@ -140,7 +111,7 @@ fn resolve_ko_hot_line_and_inline_frame() {
     let src = std::fs::read_to_string(ko.with_file_name("kprof_testmod.c")).unwrap();
     let line_of = |marker: &str| src.lines().position(|l| l.contains(marker)).unwrap() as u32 + 1;
     let (hot, mix) = (line_of("HOT_LINE"), line_of("MIX_LINE"));
-    let place = placement(&ko);
+    let place = common::placement(&ko);
     let file = SymbolFile::open(&ko, None, Some(&place)).unwrap();
     let (lo, _) = (place[".text"], 0);
     let rows = file.lines_in(lo, lo + 0x1000);

@@ -7,7 +7,7 @@ use super::bitbake_env::BitbakeEnv;
 use super::{buildroot, yocto, DiscoverError};
 
 /// `bitbake -e virtual/kernel` of oe-core wrynose, qemux86-64, nodistro (an excerpt: the
-/// variables discovery reads plus functions and multi-line values that must be skipped).
+/// variables discovery reads, their history comments, and a shell function to skip).
 const RECORDED_KERNEL_ENV: &str = include_str!("fixtures/bitbake-e-virtual-kernel.txt");
 /// The build directory the recording was made in.
 const RECORDED_TOPDIR: &str = "/home/bb/check-wrynose/build";
@@ -42,11 +42,12 @@ fn rel(root: &Path, paths: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-const KWORK: &str = "tmp-glibc/work/qemux86_64-oe-linux/linux-yocto/6.18.5+git";
+const KWORK: &str = "tmp/work/qemux86_64-oe-linux/linux-yocto/6.18.39+git";
 const KBUILD: &str =
-    "tmp-glibc/work/qemux86_64-oe-linux/linux-yocto/6.18.5+git/linux-qemux86_64-standard-build";
+    "tmp/work/qemux86_64-oe-linux/linux-yocto/6.18.5+git/linux-qemux86_64-standard-build";
 
-/// A wrynose nodistro build of core-image-minimal with tools-kprof and mychardrv.
+/// A wrynose nodistro build of core-image-minimal with tools-kprof and mychardrv (the work
+/// directory names are those of the recorded build).
 fn yocto_build(root: &Path, with_kernel_config: bool) {
     tree(
         root,
@@ -58,16 +59,16 @@ fn yocto_build(root: &Path, with_kernel_config: bool) {
             &format!("{KBUILD}/drivers/net/dummy.ko"),
             &format!("{KBUILD}/drivers/net/dummy.o"),
             &format!("{KBUILD}/fs/nfs/nfs.ko"),
-            &format!("{KWORK}/image/lib/modules/6.18.5-yocto-standard/kernel/drivers/net/dummy.ko"),
-            &format!("{KWORK}/image/boot/vmlinux-6.18.5-yocto-standard"),
+            &format!("{KWORK}/image/lib/modules/6.18.39-yocto-standard/kernel/drivers/net/dummy.ko"),
+            &format!("{KWORK}/image/boot/vmlinux-6.18.39-yocto-standard"),
             &format!("{KWORK}/packages-split/kernel-dbg/"),
-            "tmp-glibc/work/qemux86_64-oe-linux/mychardrv/1.0/image/lib/modules/6.18.5-yocto-standard/updates/mychardrv.ko",
-            "tmp-glibc/work/qemux86_64-oe-linux/mychardrv/1.0/packages-split/kernel-module-mychardrv-6.18.5-yocto-standard/lib/modules/6.18.5-yocto-standard/updates/mychardrv.ko",
-            "tmp-glibc/work/core2-64-oe-linux/kprof-agent/0.1.0/build/target/x86_64-oe-linux-gnu/agent/kprof-agent",
-            "tmp-glibc/work/core2-64-oe-linux/kprof-agent/0.1.0/packages-split/kprof-agent/usr/bin/kprof-agent",
-            "tmp-glibc/work/core2-64-oe-linux/kprof-agent/0.1.0/packages-split/kprof-agent-dbg/usr/lib/debug/usr/bin/kprof-agent.debug",
-            "tmp-glibc/work/core2-64-oe-linux/busybox/1.37.0/packages-split/busybox-dbg/usr/lib/debug/",
-            "tmp-glibc/work/core2-64-oe-linux/busybox/1.37.0/packages-split/busybox/bin/busybox",
+            "tmp/work/qemux86_64-oe-linux/mychardrv/1.0/image/lib/modules/6.18.39-yocto-standard/updates/mychardrv.ko",
+            "tmp/work/qemux86_64-oe-linux/mychardrv/1.0/packages-split/kernel-module-mychardrv-6.18.39-yocto-standard/lib/modules/6.18.39-yocto-standard/updates/mychardrv.ko",
+            "tmp/work/x86-64-v3-oe-linux/kprof-agent/0.1.0/build/target/x86_64-oe-linux-gnu/agent/kprof-agent",
+            "tmp/work/x86-64-v3-oe-linux/kprof-agent/0.1.0/packages-split/kprof-agent/usr/bin/kprof-agent",
+            "tmp/work/x86-64-v3-oe-linux/kprof-agent/0.1.0/packages-split/kprof-agent-dbg/usr/lib/debug/usr/bin/kprof-agent.debug",
+            "tmp/work/x86-64-v3-oe-linux/busybox/1.37.0/packages-split/busybox-dbg/usr/lib/debug/",
+            "tmp/work/x86-64-v3-oe-linux/busybox/1.37.0/packages-split/busybox/bin/busybox",
         ],
     );
     if with_kernel_config {
@@ -102,6 +103,7 @@ fn parse_bitbake_env_recorded_kernel_variables() {
     assert_eq!(env.get("PN"), Some("linux-yocto"));
     // Shell functions are not variables.
     assert_eq!(env.get("do_compile"), None);
+    assert_eq!(env.get("DTC_FLAGS"), None);
 }
 
 /// Escaped quotes, dollars and multi-line values come back as bitbake had them.
@@ -131,13 +133,13 @@ fn discover_yocto_layout_lists_kernel_modules_dbg() {
     assert_eq!(
         rel(dir.path(), &found),
         vec![
-            "tmp-glibc/work/core2-64-oe-linux/kprof-agent/0.1.0/packages-split/kprof-agent-dbg"
+            "tmp/work/x86-64-v3-oe-linux/kprof-agent/0.1.0/packages-split/kprof-agent-dbg"
                 .to_string(),
             format!("{KWORK}/image/lib/modules"),
             format!("{KBUILD}/drivers/net/dummy.ko"),
             format!("{KBUILD}/fs/nfs/nfs.ko"),
             format!("{KBUILD}/vmlinux"),
-            "tmp-glibc/work/qemux86_64-oe-linux/mychardrv/1.0/image/lib/modules".to_string(),
+            "tmp/work/qemux86_64-oe-linux/mychardrv/1.0/image/lib/modules".to_string(),
         ]
     );
 }

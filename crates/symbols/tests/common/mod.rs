@@ -1,8 +1,13 @@
 //! Building the test module with kbuild against Debian's linux-headers.
 #![allow(dead_code)]
 
+pub mod perfdata;
+
+use kprof_symbols::elf::Placement;
+use object::{Object, ObjectSection};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The kbuild tree of Debian's `linux-headers-*-amd64` (there is no /lib/modules/*/build for
 /// the running kernel of a container or CI machine).
@@ -65,4 +70,46 @@ pub fn binutils_frames(ko: &Path, section: &str, offset: u64) -> Vec<(String, St
             (c[0].to_string(), file.to_string(), line)
         })
         .collect()
+}
+
+/// Sections placed like the module loader does: core sections packed from one base, init
+/// sections in their own allocation.
+pub fn placement(ko: &Path) -> Placement {
+    let data = std::fs::read(ko).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    let mut core = 0xffff_ffff_c0a0_0000u64;
+    let mut init = 0xffff_ffff_c0b4_0000u64;
+    let mut p = Placement::new();
+    for s in obj.sections() {
+        let object::SectionFlags::Elf { sh_flags } = s.flags() else {
+            continue;
+        };
+        if sh_flags & u64::from(object::elf::SHF_ALLOC) == 0 || s.size() == 0 {
+            continue;
+        }
+        let name = s.name().unwrap().to_string();
+        let cursor = if name.starts_with(".init") {
+            &mut init
+        } else {
+            &mut core
+        };
+        let align = s.align().max(1);
+        *cursor = (*cursor).div_ceil(align) * align;
+        p.insert(name, *cursor);
+        *cursor += s.size() + 0x40;
+    }
+    p
+}
+
+/// The test module, built once per test binary into a directory that outlives the tests.
+pub fn shared_module() -> &'static Path {
+    static KO: OnceLock<PathBuf> = OnceLock::new();
+    KO.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("kprof-kmod-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        build_module(&dir)
+    })
 }

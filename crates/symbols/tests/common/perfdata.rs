@@ -1,0 +1,78 @@
+//! A minimal PERFILE2 writer for tests: one cpu-clock attribute, SAMPLE records with
+//! IP|TID|TIME|PERIOD and optional callchains, no feature sections.
+
+const SAMPLE_IP: u64 = 1;
+const SAMPLE_TID: u64 = 2;
+const SAMPLE_TIME: u64 = 4;
+const SAMPLE_CALLCHAIN: u64 = 32;
+const SAMPLE_PERIOD: u64 = 256;
+const ATTR_SIZE: usize = 128;
+
+/// One sample: pid/tid, kernel or user, the leaf IP and callers (return addresses).
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub pid: i32,
+    pub tid: i32,
+    pub kernel: bool,
+    pub ip: u64,
+    pub callers: Vec<u64>,
+}
+
+fn u64s(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Serializes a perf.data with the given samples.
+pub fn write(samples: &[Sample]) -> Vec<u8> {
+    let sample_type = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CALLCHAIN | SAMPLE_PERIOD;
+    let mut attr = vec![0u8; ATTR_SIZE];
+    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
+    attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
+    attr[8..16].copy_from_slice(&0u64.to_le_bytes()); // PERF_COUNT_SW_CPU_CLOCK
+    attr[16..24].copy_from_slice(&1000u64.to_le_bytes()); // sample_freq
+    attr[24..32].copy_from_slice(&sample_type.to_le_bytes());
+    attr[40..48].copy_from_slice(&(1u64 << 10).to_le_bytes()); // freq
+    let mut data = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        let mut body = Vec::new();
+        u64s(&mut body, s.ip);
+        body.extend_from_slice(&s.pid.to_le_bytes());
+        body.extend_from_slice(&s.tid.to_le_bytes());
+        u64s(&mut body, 1000 + i as u64);
+        u64s(&mut body, 1_000_000);
+        let ctx = if s.kernel {
+            -128i64 as u64
+        } else {
+            -512i64 as u64
+        };
+        u64s(&mut body, 2 + s.callers.len() as u64);
+        u64s(&mut body, ctx);
+        u64s(&mut body, s.ip);
+        for c in &s.callers {
+            u64s(&mut body, *c);
+        }
+        data.extend_from_slice(&9u32.to_le_bytes()); // PERF_RECORD_SAMPLE
+        data.extend_from_slice(&(if s.kernel { 1u16 } else { 2u16 }).to_le_bytes());
+        data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        data.extend_from_slice(&body);
+    }
+    let attrs_off = 104u64;
+    let attrs_size = (ATTR_SIZE + 16) as u64;
+    let data_off = attrs_off + attrs_size;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"PERFILE2");
+    u64s(&mut out, 104);
+    u64s(&mut out, attrs_size);
+    u64s(&mut out, attrs_off);
+    u64s(&mut out, attrs_size);
+    u64s(&mut out, data_off);
+    u64s(&mut out, data.len() as u64);
+    u64s(&mut out, 0);
+    u64s(&mut out, 0);
+    out.extend_from_slice(&[0u8; 32]);
+    out.extend_from_slice(&attr);
+    u64s(&mut out, 0); // ids section: none
+    u64s(&mut out, 0);
+    out.extend_from_slice(&data);
+    out
+}
