@@ -92,6 +92,11 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.output_dir {
+        if !dir.starts_with('/') {
+            anyhow::bail!("-o {dir}: the capture directory must be an absolute path on the board");
+        }
+    }
     if args.command.is_empty() && args.duration.is_none() && args.pid.is_none() {
         eprintln!(
             "kprofctl: no command and no --duration: sampling until Ctrl-C \
@@ -125,8 +130,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             last_line,
         } => {
             let _ = remote.exec(&format!("rm -rf {}", shell::quote(&run.dir)));
-            let capture = last_line.trim().to_owned();
-            if capture.is_empty() || !capture.ends_with(kprof_capture::ARCHIVE_SUFFIX) {
+            let capture = capture_path(&last_line, args.output_dir.as_deref());
+            if !capture.starts_with('/') || !capture.ends_with(kprof_capture::ARCHIVE_SUFFIX) {
                 anyhow::bail!(
                     "{target}: kprof-agent finished but its last line is not a capture path: `{capture}`"
                 );
@@ -163,6 +168,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             run.dir,
             target.spec
         ),
+    }
+}
+
+/// The archive path in the agent's last stdout line. The workload shares that stdout, and when
+/// its output does not end with a newline the path follows it on the same line.
+fn capture_path(last_line: &str, output_dir: Option<&str>) -> String {
+    let line = last_line.trim_end();
+    let dir = output_dir
+        .unwrap_or(board::CAPTURE_DIR)
+        .trim_end_matches('/');
+    if let Some(at) = line.rfind(&format!("{dir}/")) {
+        return line[at..].to_owned();
+    }
+    // The agent printed its canonical path (e.g. -o through a symlink): the last absolute path.
+    match line.rfind(" /").or_else(|| line.rfind("|/")) {
+        Some(at) => line[at + 1..].to_owned(),
+        None => line[line.find('/').unwrap_or(0)..].to_owned(),
     }
 }
 
@@ -513,6 +535,22 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["x", "b", "--no-call-graph", "--duration", "3"]).unwrap();
         assert_eq!(cli.run.agent_args(), ["record", "--duration", "3"]);
+    }
+
+    /// The capture path is found after workload output that lacks a final newline.
+    #[test]
+    fn capture_path_after_workload_output() {
+        let p = "/var/lib/kprof/captures/a.kprof.tar.gz";
+        assert_eq!(capture_path(&format!("{p}\n"), None), p);
+        assert_eq!(capture_path(&format!("x|y|{p}"), None), p);
+        assert_eq!(
+            capture_path("no newline /d/x.kprof.tar.gz", Some("/d/")),
+            "/d/x.kprof.tar.gz"
+        );
+        assert_eq!(
+            capture_path("out/real/x.kprof.tar.gz", Some("/link")),
+            "/real/x.kprof.tar.gz"
+        );
     }
 
     /// Hardware event names are told from software ones for the no-PMU warning.

@@ -198,55 +198,88 @@ pub fn outcome(cmd: &mut Command) -> (bool, String, String) {
 }
 
 /// A TCP forwarder to `127.0.0.1:to` that cuts both directions once `limit` bytes went from
-/// the server to the client: a link dropping in the middle of a transfer.
+/// the server to the client, or when [`CuttingProxy::cut`] is called: a link dropping in the
+/// middle of a transfer or a capture.
 pub struct CuttingProxy {
     pub port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl CuttingProxy {
-    pub fn start(to: u16, limit: u64) -> CuttingProxy {
+    pub fn start(to: u16, limit: Option<u64>) -> CuttingProxy {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::Arc;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let cut2 = cut.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
                 let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
                     return;
                 };
-                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                std::thread::spawn(move || {
-                    let (mut from, mut to) = (c2, s2);
-                    let mut buf = [0u8; 16384];
-                    while let Ok(n) = from.read(&mut buf) {
-                        if n == 0 || to.write_all(&buf[..n]).is_err() {
-                            break;
+                let sent = Arc::new(AtomicU64::new(0));
+                for (from, into, counted) in [
+                    (
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        false,
+                    ),
+                    (server, client, true),
+                ] {
+                    let (cut, sent) = (cut2.clone(), sent.clone());
+                    std::thread::spawn(move || {
+                        let (mut from, mut into) = (from, into);
+                        from.set_read_timeout(Some(Duration::from_millis(50)))
+                            .unwrap();
+                        let mut buf = [0u8; 16384];
+                        loop {
+                            if cut.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            let n = match from.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(n) => n,
+                                Err(e)
+                                    if matches!(
+                                        e.kind(),
+                                        std::io::ErrorKind::WouldBlock
+                                            | std::io::ErrorKind::TimedOut
+                                    ) =>
+                                {
+                                    continue
+                                }
+                                Err(_) => break,
+                            };
+                            let mut n = n as u64;
+                            if counted {
+                                if let Some(limit) = limit {
+                                    let before = sent.fetch_add(n, Ordering::SeqCst);
+                                    n = n.min(limit.saturating_sub(before));
+                                    if before + n >= limit {
+                                        let _ = into.write_all(&buf[..n as usize]);
+                                        cut.store(true, Ordering::SeqCst);
+                                        break;
+                                    }
+                                }
+                            }
+                            if into.write_all(&buf[..n as usize]).is_err() {
+                                break;
+                            }
                         }
-                    }
-                    let _ = to.shutdown(std::net::Shutdown::Both);
-                });
-                std::thread::spawn(move || {
-                    let (mut from, mut to) = (server, client);
-                    let mut buf = [0u8; 16384];
-                    let mut sent = 0u64;
-                    while let Ok(n) = from.read(&mut buf) {
-                        if n == 0 {
-                            break;
-                        }
-                        let n = n.min((limit - sent) as usize);
-                        if to.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                        sent += n as u64;
-                        if sent >= limit {
-                            break;
-                        }
-                    }
-                    let _ = to.shutdown(std::net::Shutdown::Both);
-                    let _ = from.shutdown(std::net::Shutdown::Both);
-                });
+                        let _ = into.shutdown(std::net::Shutdown::Both);
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                    });
+                }
             }
         });
-        CuttingProxy { port }
+        CuttingProxy { port, cut }
+    }
+
+    /// Drops every connection through the proxy now (and any later one).
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
