@@ -143,7 +143,7 @@ fn run_agent_missing_says_deploy() {
     assert!(!ok);
     assert_eq!(out, "");
     assert!(
-        err.contains(&format!("kprof-agent is not installed on the board"))
+        err.contains("kprof-agent is not installed on the board")
             && err.contains(&format!("run `kprofctl deploy {}` first", sshd.target())),
         "{err}"
     );
