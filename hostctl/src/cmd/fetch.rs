@@ -133,7 +133,7 @@ fn fetch_list(remote: &Remote, args: &FetchArgs, wanted: &[RemoteCapture]) -> an
     if !args.no_report {
         for path in &fetched {
             println!("== {}", path.display());
-            if let Err(e) = summarize(path, &args.symbols) {
+            if let Err(e) = crate::cmd::report::summarize_fetched(path, &args.symbols) {
                 eprintln!("kprofctl: {}: {e:#}", path.display());
                 failures.push(path.display().to_string());
             }
@@ -147,33 +147,6 @@ fn fetch_list(remote: &Remote, args: &FetchArgs, wanted: &[RemoteCapture]) -> an
             wanted.len(),
             failures.join(", ")
         );
-    }
-    Ok(())
-}
-
-/// Top functions and the HTML report of a fetched capture, by `kprofctl report`.
-fn summarize(path: &Path, symbols: &SymbolArgs) -> anyhow::Result<()> {
-    let exe = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot find kprofctl itself to run its report: {e}"))?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("report").arg(path);
-    for s in &symbols.symbols {
-        cmd.arg("--symbols").arg(s);
-    }
-    if let Some(y) = &symbols.yocto {
-        cmd.arg("--yocto").arg(y);
-    }
-    if let Some(b) = &symbols.buildroot {
-        cmd.arg("--buildroot").arg(b);
-    }
-    for p in &symbols.source_prefix {
-        cmd.arg("--source-prefix").arg(p);
-    }
-    let status = cmd
-        .status()
-        .map_err(|e| anyhow::anyhow!("cannot run `kprofctl report`: {e}"))?;
-    if !status.success() {
-        anyhow::bail!("`kprofctl report` failed ({status})");
     }
     Ok(())
 }

@@ -1,0 +1,506 @@
+//! The user's day against the QEMU board (`ci/board/up`): issue 4's "Must hold" list.
+//!
+//! Environment (printed by `ci/board/up`): `KPROF_BOARD` (root@127.0.0.1:PORT),
+//! `KPROF_BOARD_SYMBOLS` (vmlinux, unstripped mychardrv.ko, agent), `KPROF_BOARD_KEY` (ssh key
+//! for root), optionally `KPROF_BOARD_KNOWN_HOSTS` (default: `known_hosts` next to the key) and
+//! `KPROF_BOARD_N` (the mychardrv workload size, default 10000). Run one at a time:
+//! `cargo test -p kprofctl --test board_day -- --ignored --test-threads=1`.
+
+mod remote_support;
+
+use remote_support::{outcome, CuttingProxy};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The board from the environment, and a client whose known_hosts trusts its host key.
+struct Board {
+    target: String,
+    port: u16,
+    symbols: PathBuf,
+    key: PathBuf,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run ci/board/up first"))
+}
+
+impl Board {
+    fn from_env() -> Board {
+        let target = env("KPROF_BOARD");
+        let port = target.rsplit(':').next().unwrap().parse().unwrap();
+        let key = PathBuf::from(env("KPROF_BOARD_KEY"));
+        let known = std::env::var_os("KPROF_BOARD_KNOWN_HOSTS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| key.with_file_name("known_hosts"));
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        std::fs::copy(&known, home.path().join(".ssh/known_hosts"))
+            .unwrap_or_else(|e| panic!("{}: {e}", known.display()));
+        Board {
+            target,
+            port,
+            symbols: PathBuf::from(env("KPROF_BOARD_SYMBOLS")),
+            key,
+            home,
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// kprofctl with the board's key, an isolated HOME and working directory, no terminal.
+    fn kprofctl(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kprofctl"));
+        cmd.current_dir(self.work.path())
+            .env("HOME", self.home.path())
+            .env_remove("SSH_AUTH_SOCK")
+            .env_remove("KPROF_PASSWORD")
+            .env_remove("BUILDDIR")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `kprofctl SUBCOMMAND TARGET -i KEY ...`.
+    fn on_board(&self, sub: &str) -> Command {
+        let mut cmd = self.kprofctl();
+        cmd.args([sub, &self.target, "-i"]).arg(&self.key);
+        cmd
+    }
+
+    /// A shell command on the board through OpenSSH's client (test set-up only).
+    fn ssh(&self, script: &str) -> String {
+        let out = Command::new("ssh")
+            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+            .args([
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-i",
+            ])
+            .arg(&self.key)
+            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ssh {script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn workload(&self) -> Vec<String> {
+        let n = std::env::var("KPROF_BOARD_N").unwrap_or_else(|_| "10000".into());
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo {n} > /dev/mychardrv"),
+        ]
+    }
+
+    /// `run` of the mychardrv workload; returns the capture path on the board.
+    fn run_capture(&self, extra: &[&str]) -> (String, String) {
+        let (ok, out, err) = outcome(
+            self.on_board("run")
+                .args(extra)
+                .arg("--symbols")
+                .arg(&self.symbols)
+                .arg("--")
+                .args(self.workload()),
+        );
+        assert!(ok, "run failed:\n{err}");
+        let capture = out.lines().last().unwrap_or_default().trim().to_owned();
+        assert!(capture.ends_with(".kprof.tar.gz"), "{out}\n{err}");
+        (capture, err)
+    }
+
+    fn captures_here(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.work.path().join("kprof-captures"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".kprof.tar.gz"))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+fn report_json(board: &Board, capture: &Path, symbols: &Path, extra: &[&str]) -> serde_json::Value {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--symbols")
+            .arg(symbols)
+            .args(["--format", "json"])
+            .args(extra),
+    );
+    assert!(ok, "report failed: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
+}
+
+/// Must hold 1: run the mychardrv write, fetch; the top function of mychardrv.ko is
+/// char_dev_cache_traverse at a mychardrv.c line, and its callers go from sh's write through the
+/// kernel's write path (vmlinux functions with file:line) into the module.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_day_mychardrv_top_function_and_callers() {
+    let board = Board::from_env();
+    let (capture, err) = board.run_capture(&[]);
+    assert!(err.contains("matches"), "kernel build-id check:\n{err}");
+    assert!(!err.contains("MISMATCH"), "{err}");
+
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("fetch")
+            .arg("--symbols")
+            .arg(&board.symbols),
+    );
+    assert!(ok, "fetch failed: {err}");
+    assert!(
+        out.contains("char_dev_cache_traverse"),
+        "fetch summary:\n{out}"
+    );
+    assert!(out.contains("HTML report:"), "{out}");
+    let local = board.captures_here();
+    let name = Path::new(&capture).file_name().unwrap();
+    let local = local
+        .iter()
+        .find(|p| p.file_name() == Some(name))
+        .expect("fetched capture");
+
+    let json = report_json(&board, local, &board.symbols, &["--image", "mychardrv.ko"]);
+    let top = &json["functions"][0];
+    assert_eq!(top["symbol"], "char_dev_cache_traverse", "{json:#}");
+    assert_eq!(top["image"], "mychardrv.ko");
+    let file = top["source"]["file"].as_str().unwrap_or_default();
+    assert!(file.ends_with("mychardrv.c"), "{top}");
+    assert!(top["source"]["line"].as_u64().unwrap_or(0) > 0, "{top}");
+
+    let (ok, tree, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--callers", "char_dev_cache_traverse"]),
+    );
+    assert!(ok, "{err}");
+    for needle in [
+        "char_dev_cache_traverse",
+        "vfs_write",
+        "ksys_write",
+        "vmlinux",
+        "mychardrv.ko",
+    ] {
+        assert!(tree.contains(needle), "`{needle}` missing from:\n{tree}");
+    }
+    // vmlinux frames carry their source (file:line under the kernel tree).
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("vfs_write") && l.contains(".c:")),
+        "no file:line on the kernel write path:\n{tree}"
+    );
+}
+
+/// Must hold 2: with a vmlinux of another build the preflight and the report say the kernel
+/// build-id does not match and kallsyms is used.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_wrong_vmlinux_kernel_build_id_mismatch() {
+    let board = Board::from_env();
+    // "Another build": the board's vmlinux with its build-id note altered.
+    let other = tempfile::tempdir().unwrap();
+    let vmlinux = find_file(&board.symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
+    let mut bytes = std::fs::read(&vmlinux).unwrap();
+    let notes = board.ssh("cat /sys/kernel/notes | od -An -tx1 | tr -d ' \\n'");
+    let id = build_id_of_notes_hex(&notes);
+    let at = find(&bytes, &id).expect("the build-id bytes in vmlinux");
+    bytes[at] ^= 0xff;
+    std::fs::write(other.path().join("vmlinux"), bytes).unwrap();
+    if let Some(ko) = find_file(&board.symbols, "mychardrv.ko") {
+        std::fs::copy(ko, other.path().join("mychardrv.ko")).unwrap();
+    }
+
+    let (ok, out, err) = outcome(
+        board
+            .on_board("run")
+            .arg("--symbols")
+            .arg(other.path())
+            .arg("--")
+            .args(board.workload()),
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("KERNEL BUILD-ID MISMATCH"), "{err}");
+    let capture = out.lines().last().unwrap().trim().to_owned();
+    let id_arg = Path::new(&capture)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_end_matches(".kprof.tar.gz")
+        .to_owned();
+    let (ok, _, err) = outcome(board.kprofctl().args(["fetch", &id_arg, "--no-report"]));
+    assert!(ok, "{err}");
+    let local = board
+        .work
+        .path()
+        .join("kprof-captures")
+        .join(Path::new(&capture).file_name().unwrap());
+    let json = report_json(&board, &local, other.path(), &[]);
+    let kernel = json["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| {
+            i["kernel"] == true
+                && i["name"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("kernel") || n == "vmlinux")
+        })
+        .unwrap_or_else(|| panic!("no kernel image in {json:#}"));
+    let status = kernel["symbols"]["status"].as_str().unwrap_or_default();
+    assert!(status == "mismatch" || status == "kallsyms", "{kernel}");
+    let warnings = json["warnings"].to_string();
+    assert!(warnings.contains("kallsyms"), "{warnings}");
+    assert!(
+        warnings.contains("build-id") || warnings.contains("mismatch"),
+        "{warnings}"
+    );
+}
+
+/// Must hold 3a: the ssh link is cut mid-capture; the capture completes on the board and a
+/// later `fetch` gets it whole.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_link_cut_mid_capture_fetch_gets_it_whole() {
+    let board = Board::from_env();
+    let proxy = CuttingProxy::start(board.port, None);
+    let via = format!("root@127.0.0.1:{}", proxy.port);
+    let caps = format!("/tmp/kprof-test-cut-{}", std::process::id());
+    let mut child = board
+        .kprofctl()
+        .args(["run", &via, "--accept-new-host-key", "-i"])
+        .arg(&board.key)
+        .args(["-o", &caps, "--", "sh", "-c"])
+        .arg(format!("echo started; {}", board.workload()[2]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Cut as soon as the workload has started on the board.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("started") {
+        let n = std::io::Read::read(&mut stdout, &mut buf).unwrap();
+        assert!(n > 0, "run ended before the workload started");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    proxy.cut();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("connection lost during the capture"), "{err}");
+
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let (ok, _, err) =
+            outcome(
+                board
+                    .on_board("fetch")
+                    .args(["--no-report", "--capture-dir", &caps]),
+            );
+        assert!(ok, "{err}");
+        if let Some(local) = board.captures_here().first() {
+            let listed = board.ssh(&format!("wc -c < {caps}/*.kprof.tar.gz"));
+            assert_eq!(
+                std::fs::metadata(local).unwrap().len().to_string(),
+                listed.trim()
+            );
+            let t = Command::new("tar").arg("tzf").arg(local).output().unwrap();
+            assert!(t.status.success() && String::from_utf8_lossy(&t.stdout).contains("perf.data"));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the capture never appeared in {caps}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    board.ssh(&format!("rm -rf {caps}"));
+}
+
+/// Must hold 3b: a download cut halfway resumes.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_cut_download_resumes() {
+    let board = Board::from_env();
+    let caps = format!("/tmp/kprof-test-resume-{}", std::process::id());
+    let (capture, _) = board.run_capture(&["-o", &caps, "-F", "4000"]);
+    let size: u64 = board
+        .ssh(&format!("wc -c < {capture}"))
+        .trim()
+        .parse()
+        .unwrap();
+    // The ssh handshake and listing take a few KiB; cut well inside the archive.
+    let proxy = CuttingProxy::start(board.port, Some(16 * 1024 + size / 2));
+    let via = format!("root@127.0.0.1:{}", proxy.port);
+    let (ok, _, err) = outcome(
+        board
+            .kprofctl()
+            .args([
+                "fetch",
+                &via,
+                "--accept-new-host-key",
+                "--no-report",
+                "--capture-dir",
+                &caps,
+                "-i",
+            ])
+            .arg(&board.key),
+    );
+    assert!(!ok, "the cut download succeeded: {err}");
+    assert!(err.contains("again to resume"), "{err}");
+    let name = Path::new(&capture)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let part = board
+        .work
+        .path()
+        .join(format!("kprof-captures/{name}.part"));
+    let cut_at = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+    assert!(cut_at > 0 && cut_at < size, "{cut_at} of {size}");
+
+    let (ok, _, err) =
+        outcome(
+            board
+                .on_board("fetch")
+                .args(["--no-report", "--capture-dir", &caps]),
+        );
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!("at {cut_at} of {size} bytes")),
+        "{err}"
+    );
+    assert!(err.contains("sha256 verified"), "{err}");
+    let local = board.work.path().join(format!("kprof-captures/{name}"));
+    assert_eq!(std::fs::metadata(&local).unwrap().len(), size);
+    board.ssh(&format!("rm -rf {caps}"));
+}
+
+/// Must hold 4a: an unknown host key is refused with its fingerprint.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_unknown_host_key_refused() {
+    let board = Board::from_env();
+    std::fs::write(board.home.path().join(".ssh/known_hosts"), "").unwrap();
+    let (ok, _, err) = outcome(board.on_board("run").args(["--", "true"]));
+    assert!(!ok);
+    assert!(
+        err.contains("host key not known") && err.contains("SHA256:"),
+        "{err}"
+    );
+    assert!(err.contains(&board.target), "{err}");
+}
+
+/// Must hold 4b: a wrong password is a clear error (a throwaway user with a password is added
+/// to the board; root there has an empty one, which kprofctl tries first).
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_wrong_password_clear_error() {
+    let board = Board::from_env();
+    let hash = Command::new("openssl")
+        .args(["passwd", "-6", "-salt", "kproftestsalt", "right-Pass-7"])
+        .output()
+        .unwrap();
+    let hash = String::from_utf8_lossy(&hash.stdout).trim().to_owned();
+    board.ssh(&format!(
+        "grep -q '^kproftest:' /etc/passwd || echo 'kproftest:{hash}:4242:4242::/tmp:/bin/sh' >> /etc/passwd"
+    ));
+    let target = format!("kproftest@127.0.0.1:{}", board.port);
+    let mut cmd = board.kprofctl();
+    cmd.args(["fetch", &target, "nope", "--no-report"])
+        .env("KPROF_PASSWORD", "wrong");
+    let (ok, _, err) = outcome(&mut cmd);
+    assert!(!ok);
+    assert_eq!(
+        err.trim(),
+        format!("kprofctl: {target}: password from $KPROF_PASSWORD refused for user kproftest")
+    );
+    let mut cmd = board.kprofctl();
+    cmd.args(["fetch", &target, "nope", "--no-report"])
+        .env("KPROF_PASSWORD", "right-Pass-7");
+    let (_, _, err) = outcome(&mut cmd);
+    assert!(err.contains("no capture `nope`"), "{err}");
+}
+
+/// Must hold 4c: a board without the agent gets a message saying to run `kprofctl deploy`;
+/// `deploy` then installs it (ELF machine checked) and reports its version.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_no_agent_deploy_hint_then_deploy() {
+    let board = Board::from_env();
+    let agent =
+        find_file(&board.symbols, "kprof-agent").expect("kprof-agent in KPROF_BOARD_SYMBOLS");
+    board.ssh("for a in /usr/bin/kprof-agent /tmp/kprof-agent; do [ -e $a ] && mv $a $a.hidden-by-test; done; true");
+    let restore = || {
+        board.ssh("for a in /usr/bin/kprof-agent /tmp/kprof-agent; do [ -e $a.hidden-by-test ] && mv -f $a.hidden-by-test $a; done; true")
+    };
+    let (ok, _, err) = outcome(board.on_board("run").args(["--", "true"]));
+    if ok || !err.contains(&format!("run `kprofctl deploy {}` first", board.target)) {
+        restore();
+        panic!("no deploy hint: {err}");
+    }
+    let (ok, out, err) = outcome(board.on_board("deploy").arg("--agent").arg(&agent));
+    restore();
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("kprof-agent 0.1.0 installed at /usr/bin/kprof-agent"),
+        "{out}"
+    );
+}
+
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            if let Some(f) = find_file(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The GNU build-id bytes in a hex dump of /sys/kernel/notes (little-endian notes).
+fn build_id_of_notes_hex(hex: &str) -> Vec<u8> {
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let mut off = 0;
+    while off + 12 <= bytes.len() {
+        let rd = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap()) as usize;
+        let (namesz, descsz, kind) = (rd(off), rd(off + 4), rd(off + 8));
+        let desc = off + 12 + namesz.div_ceil(4) * 4;
+        if kind == 3 && &bytes[off + 12..off + 12 + namesz] == b"GNU\0" {
+            return bytes[desc..desc + descsz].to_vec();
+        }
+        off = desc + descsz.div_ceil(4) * 4;
+    }
+    panic!("no build-id in /sys/kernel/notes");
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
