@@ -6,7 +6,7 @@
 
 use crate::elf::{hex, map_file};
 use crate::index::BuildIdIndex;
-use object::Object;
+use object::{Object, ObjectSection as _};
 use std::path::{Path, PathBuf};
 
 /// Where a symbol file was found.
@@ -28,7 +28,16 @@ pub enum Lookup {
 struct FileFacts {
     build_id: Option<String>,
     debug_info: bool,
+    /// Has a function symbol table (`.symtab` or at least `.dynsym`).
+    symbols: u8,
     debuglink: Option<String>,
+}
+
+impl FileFacts {
+    /// DWARF beats a full symbol table beats dynamic symbols beats nothing.
+    fn rank(&self) -> u8 {
+        u8::from(self.debug_info) * 4 + self.symbols
+    }
 }
 
 fn facts(path: &Path) -> Option<FileFacts> {
@@ -37,6 +46,11 @@ fn facts(path: &Path) -> Option<FileFacts> {
     Some(FileFacts {
         build_id: obj.build_id().ok().flatten().map(hex),
         debug_info: obj.section_by_name(".debug_info").is_some(),
+        symbols: if obj.section_by_name(".symtab").is_some() {
+            2
+        } else {
+            u8::from(obj.section_by_name(".dynsym").is_some())
+        },
         debuglink: obj
             .gnu_debuglink()
             .ok()
@@ -104,7 +118,7 @@ impl Sources {
             }
             let better = match &best {
                 None => true,
-                Some((_, b)) => f.debug_info && !b.debug_info,
+                Some((_, b)) => f.rank() > b.rank(),
             };
             if better {
                 best = Some((c.clone(), f));

@@ -1,0 +1,94 @@
+//! Shared by the report tests: the C workload, recorded once with Linux `perf record`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The workload source.
+pub fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_data/hotloop.c")
+}
+
+/// Line number of a marker comment in the workload source.
+pub fn line_of(marker: &str) -> u32 {
+    let src = std::fs::read_to_string(source()).unwrap();
+    src.lines().position(|l| l.contains(marker)).unwrap() as u32 + 1
+}
+
+/// Compiles the workload with `-g -fno-omit-frame-pointer`; `variant` changes the code (and so
+/// the build-id) without changing the function names.
+pub fn compile(out: &Path, variant: bool) {
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(out)
+        .arg(source());
+    if variant {
+        cmd.arg("-DVARIANT=1")
+            .arg("-fno-inline-small-functions")
+            .arg("-O2");
+    }
+    let st = cmd.status().expect("running gcc");
+    assert!(st.success());
+}
+
+/// A directory with `hotloop` and `perf.data` from `perf record -e cpu-clock -g` on it, made
+/// once per test binary.
+pub fn recorded() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("kprof-report-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        compile(&dir.join("hotloop"), false);
+        // A fixed period (250 µs of cpu-clock) makes perf's period-sorted order equal to the
+        // sample-count order kprofctl uses.
+        let out = Command::new("perf")
+            .current_dir(&dir)
+            .args([
+                "record",
+                "-e",
+                "cpu-clock",
+                "-c",
+                "250000",
+                "-g",
+                "-o",
+                "perf.data",
+                "./hotloop",
+                "12",
+            ])
+            .output()
+            .expect("running perf (Debian's linux-perf)");
+        assert!(
+            out.status.success(),
+            "perf record: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir
+    })
+}
+
+/// Runs kprofctl with a private build-id index.
+pub fn kprofctl(args: &[&str]) -> Output {
+    let cache = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+        .args(args)
+        .env("KPROF_CACHE_DIR", cache.path())
+        .env_remove("BUILDDIR")
+        .output()
+        .unwrap()
+}
+
+/// Asserts a clear failure: non-zero exit, one `kprofctl:` message containing `needle`,
+/// and no panic.
+pub fn assert_clear_failure(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure, stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(
+        err.contains("kprofctl:") && err.contains(needle),
+        "stderr lacks {needle:?}: {err}"
+    );
+}
