@@ -1,9 +1,10 @@
 //! Headless Chromium for the HTML tests: a screenshot and the DOM after scripts ran.
 //! Also compiled into the integration tests (`#[path]`), so it uses nothing of the crate.
 
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs headless Chromium on `page`: writes a screenshot to `png`, returns the DOM after
 /// scripts ran.
@@ -29,30 +30,69 @@ pub fn chromium(page: &Path, png: &Path, scratch: &Path) -> String {
         .collect()
     };
     let url = format!("file://{}", page.display());
-    let shot = Command::new(chromium_binary())
-        .args(common("shot"))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg("--window-size=1400,2200")
-        .arg(&url)
-        .output()
-        .expect("chromium runs (apt-get install chromium)");
+    let shot = bounded(
+        Command::new(chromium_binary())
+            .args(common("shot"))
+            .arg(format!("--screenshot={}", png.display()))
+            .arg("--window-size=1400,2200")
+            .arg(&url),
+    );
     assert!(
         shot.status.success(),
         "chromium --screenshot failed: {}",
         String::from_utf8_lossy(&shot.stderr)
     );
-    let dom = Command::new(chromium_binary())
-        .args(common("dom"))
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .expect("chromium runs");
+    let dom = bounded(
+        Command::new(chromium_binary())
+            .args(common("dom"))
+            .arg("--dump-dom")
+            .arg(&url),
+    );
     assert!(
         dom.status.success(),
         "chromium --dump-dom failed: {}",
         String::from_utf8_lossy(&dom.stderr)
     );
     String::from_utf8(dom.stdout).expect("the DOM is UTF-8")
+}
+
+/// Runs a Chromium command to its end, or kills it after [`HANG`]: a browser that hangs
+/// (no display, a blocked profile directory) must fail the test, not stall CI.
+fn bounded(command: &mut Command) -> Output {
+    const HANG: Duration = Duration::from_secs(300);
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium runs (apt-get install chromium)");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        stdout.read_to_end(&mut buf).map(|_| buf)
+    });
+    let err = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        stderr.read_to_end(&mut buf).map(|_| buf)
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for chromium") {
+            break status;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {HANG:?}: {command:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap().expect("chromium's output"),
+        stderr: err.join().unwrap().expect("chromium's error output"),
+    }
 }
 
 fn chromium_binary() -> PathBuf {
