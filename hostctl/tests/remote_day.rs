@@ -441,3 +441,43 @@ fn fetch_capture_corrupt_partial_discarded() {
     assert!(ok, "{err}");
     assert!(std::fs::read(dir.join("big.kprof.tar.gz")).unwrap() == data);
 }
+
+/// `run --fetch` downloads the capture and reports it: top functions and the HTML file.
+#[test]
+fn run_fetch_flag_downloads_and_reports() {
+    let (sshd, client) = board();
+    deploy(&sshd, &client);
+    let caps = capture_dir(&sshd);
+    let (ok, out, err) = outcome(
+        client
+            .kprofctl()
+            .args(["run", &sshd.target(), "--fetch", "-i"])
+            .arg(&client.key)
+            .args([
+                "-e",
+                "cpu-clock",
+                "-F",
+                "999",
+                "-o",
+                &caps,
+                "--",
+                "sh",
+                "-c",
+            ])
+            .arg("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"),
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("sha256 verified"), "{err}");
+    let html = out
+        .lines()
+        .find_map(|l| l.strip_prefix("HTML report: "))
+        .unwrap_or_else(|| panic!("no HTML report line in:\n{out}"));
+    assert!(
+        html.contains("kprof-captures/") && html.ends_with(".kprof.tar.gz.html"),
+        "{html}"
+    );
+    assert!(
+        client.work.path().join(html).exists() || Path::new(html).exists(),
+        "{html}"
+    );
+}
