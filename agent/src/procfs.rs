@@ -125,6 +125,15 @@ pub fn parse_section_addr(text: &str) -> Option<u64> {
     kprof_capture::manifest::parse_hex_addr(text.trim())
 }
 
+/// Reads one section file with a single read(2): the kernel's handler (`module_sect_read`)
+/// answers EINVAL to any read at a non-zero offset, so a read-to-end loop would fail.
+fn read_section_file(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut buf = [0u8; 64];
+    let n = fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
 /// Reads `/sys/module/NAME/sections/*` into section name → address.
 pub fn module_sections(sys_module: &Path, name: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
@@ -133,8 +142,7 @@ pub fn module_sections(sys_module: &Path, name: &str) -> BTreeMap<String, u64> {
     };
     for ent in dir.flatten() {
         let sec = ent.file_name().to_string_lossy().into_owned();
-        if let Some(addr) = fs::read_to_string(ent.path())
-            .ok()
+        if let Some(addr) = read_section_file(&ent.path())
             .as_deref()
             .and_then(parse_section_addr)
         {
