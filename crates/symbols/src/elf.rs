@@ -382,9 +382,12 @@ fn collect_symbols(
     section_addr: &HashMap<SectionIndex, Option<u64>>,
 ) -> Vec<Sym> {
     let mut syms = Vec::new();
+    // By flag, not kind: in a split debug file `.text` is NOBITS but still executable.
     let text_sections: Vec<SectionIndex> = obj
         .sections()
-        .filter(|s| s.kind() == object::SectionKind::Text)
+        .filter(|s| {
+            matches!(s.flags(), object::SectionFlags::Elf { sh_flags } if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+        })
         .map(|s| s.index())
         .collect();
     let add = |syms: &mut Vec<Sym>, sym: object::Symbol<'_, '_>| {

@@ -6,7 +6,7 @@
 
 use crate::elf::{hex, map_file};
 use crate::index::BuildIdIndex;
-use object::{Object, ObjectSection as _};
+use object::Object;
 use std::path::{Path, PathBuf};
 
 /// Where a symbol file was found.
