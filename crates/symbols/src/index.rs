@@ -79,10 +79,10 @@ impl BuildIdIndex {
             .cloned()
             .collect();
         let total = stale.len() as u64;
-        let mut done = 0;
+        let mut done = 0u64;
         for (path, mtime, size) in &stale {
             done += 1;
-            if done % 64 == 0 || done == total {
+            if done.is_multiple_of(64) || done == total {
                 progress(Progress::Read { done, total });
             }
             if let Some(e) = read_entry(path, *mtime, *size) {
@@ -235,7 +235,7 @@ fn walk(
                 continue;
             }
             *walked += 1;
-            if *walked % 1024 == 0 {
+            if (*walked).is_multiple_of(1024) {
                 progress(Progress::Walked(*walked));
             }
             let mtime = meta

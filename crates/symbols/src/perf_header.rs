@@ -82,7 +82,7 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
     within("event type", event_types)?;
     // `attr_size` covers the attr and the section of its sample ids that follows it.
     let entry = attr_size;
-    if attrs.size % entry != 0 {
+    if !attrs.size.is_multiple_of(entry) {
         return Err(format!(
             "attribute section size {} is not a multiple of the entry size {entry}",
             attrs.size

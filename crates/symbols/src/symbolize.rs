@@ -486,11 +486,12 @@ impl<'a> State<'a> {
             *expected = md.build_id.clone().unwrap_or_default();
         }
         let stripped = file.as_ref().is_some_and(|f| !f.has_symbols);
-        if file.is_none() || stripped {
-            if self
+        if (file.is_none() || stripped)
+            && self
                 .kallsyms
                 .as_ref()
                 .is_some_and(|k| k.has_owner(&md.name))
+        {
             {
                 if let SymbolSource::Mismatch {
                     path,
@@ -932,7 +933,7 @@ fn read_perf_data(
             continue;
         };
         bytes += record.data.len() as u64 + 8;
-        if samples % 65536 == 0 {
+        if samples.is_multiple_of(65536) {
             progress(Progress::Samples {
                 bytes: bytes.min(total),
                 total,

@@ -67,6 +67,9 @@ pub fn self_frame(p: &Profile, s: &Stack) -> Option<usize> {
         .or_else(|| s.frames.first().copied())
 }
 
+/// Samples per `(file, line)`.
+type LineCounts = HashMap<(String, u32), u64>;
+
 /// A row of the functions view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionRow {
@@ -94,7 +97,7 @@ pub fn functions(p: &Profile, f: &Filter) -> Vec<FunctionRow> {
 /// [`functions`], sorted by the samples of event `sort_event`.
 pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionRow> {
     let nev = p.events.len();
-    let mut rows: HashMap<usize, (Vec<u64>, HashMap<(String, u32), u64>)> = HashMap::new();
+    let mut rows: HashMap<usize, (Vec<u64>, LineCounts)> = HashMap::new();
     for s in &p.stacks {
         if !f.keeps(p, s) {
             continue;
