@@ -122,6 +122,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     state.save()?;
 
+    // Counting Ctrl-C from before the start, so that one pressed while the agent starts still
+    // stops it (instead of killing kprofctl and leaving the capture running unwatched).
+    let _ = ctrlc::set_handler(|| {
+        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+    });
     let run = start(&remote, &agent, &args.agent_args())?;
     let ended = stream(&remote, &run)?;
     match ended {
@@ -340,6 +345,7 @@ fn tail_script(dir: &str) -> String {
            n=$(wc -c < out); if [ \"$n\" -gt \"$o\" ]; then tail -c +$((o+1)) out > .chunk; k=$(wc -c < .chunk); cat .chunk; o=$((o+k)); fi; \
            n=$(wc -c < err); if [ \"$n\" -gt \"$e\" ]; then tail -c +$((e+1)) err > .chunk; k=$(wc -c < .chunk); cat .chunk >&2; e=$((e+k)); fi; \
            if [ $f = 1 ]; then exit $(cat status); fi; \
+           if ! kill -0 \"$(cat pid)\" 2>/dev/null; then sleep 1; [ -e status ] || exit 254; fi; \
            sleep 0.25 2>/dev/null || sleep 1; \
          done",
         d = shell::quote(dir)
@@ -348,10 +354,6 @@ fn tail_script(dir: &str) -> String {
 
 fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
     let t = &remote.target;
-    // Installed once per process: later presses only count.
-    let _ = ctrlc::set_handler(|| {
-        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-    });
     let mut ch = remote.channel(&tail_script(&run.dir))?;
     let sess = remote.session();
     sess.set_blocking(false);
@@ -444,8 +446,14 @@ fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
         return Ok(Ended::LinkLost("the connection closed".into()));
     }
     let status = ch.exit_status().unwrap_or(-1);
-    if status == 255 {
-        anyhow::bail!("{t}: the run directory {} vanished from the board", run.dir);
+    match status {
+        255 => anyhow::bail!("{t}: the run directory {} vanished from the board", run.dir),
+        254 => anyhow::bail!(
+            "{t}: kprof-agent disappeared without an exit status (killed with its wrapper shell?); \
+             its output is in {} on the board",
+            run.dir
+        ),
+        _ => {}
     }
     Ok(Ended::Exited {
         status,
