@@ -127,3 +127,57 @@ pub fn write_private(path: &Path, data: &[u8]) -> io::Result<()> {
         .open(path)?;
     f.write_all(data)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The archive is 0600, has no temp file left, keeps member order, and reads back.
+    #[test]
+    fn write_archive_atomic_private_readable() {
+        let dir = std::env::temp_dir().join(format!("kprof-archive-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let extra = dir.join("extra");
+        fs::write(&extra, b"kallsyms text").unwrap();
+        let path = write(
+            &dir,
+            "20260101-000000-abcd",
+            &[
+                Member::Bytes("a.txt", b"first"),
+                Member::File("b.txt", &extra),
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(path, dir.join("20260101-000000-abcd.kprof.tar.gz"));
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(read_member(&path, "b.txt").unwrap(), b"kallsyms text");
+        assert_eq!(read_member(&path, "a.txt").unwrap(), b"first");
+        assert!(
+            read_manifest(&path).is_err(),
+            "no manifest member in this archive"
+        );
+        // Writing the same id again replaces the archive in one rename.
+        let again = write(
+            &dir,
+            "20260101-000000-abcd",
+            &[Member::Bytes("a.txt", b"x")],
+            0,
+        );
+        assert!(
+            again.is_ok(),
+            "rename over an existing archive replaces it atomically"
+        );
+        let names: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+}

@@ -592,36 +592,6 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         None => None,
     };
 
-    // The capture dir: created 0700; a hidden work dir inside proves it is writable.
-    let start_ns = timefmt::now_ns();
-    let id = timefmt::capture_id(start_ns);
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&o.out_dir)
-        .map_err(|e| {
-            Error::io(
-                format!("cannot create capture dir {}", o.out_dir.display()),
-                e,
-            )
-        })?;
-    let out_dir = fs::canonicalize(&o.out_dir)
-        .map_err(|e| Error::io(format!("cannot use capture dir {}", o.out_dir.display()), e))?;
-    let work_path = out_dir.join(format!(".{id}.partial"));
-    fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&work_path)
-        .map_err(|e| {
-            Error::io(
-                format!("cannot write to capture dir {}", out_dir.display()),
-                e,
-            )
-        })?;
-    let mut work = WorkDir {
-        path: work_path,
-        keep: false,
-    };
-
     // Events.
     let page = sys::page_size();
     let watermark = ((o.mmap_pages * page) / 4).max(8) as u32;
@@ -634,6 +604,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
             .collect()
     };
     let mut opened: Vec<Opened> = Vec::new();
+    // Printed once setup has succeeded, so a failing capture says one thing only.
+    let mut notices: Vec<String> = Vec::new();
     for (i, (spec, requested)) in specs.into_iter().enumerate() {
         let freq = spec.freq.or(if spec.period.is_some() {
             None
@@ -647,7 +619,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         match open_event(&attr, &tids, &cpus, &spec.requested) {
             Ok(fds) => {
                 if requested.is_none() {
-                    warn(format_args!("sampling `{}` (default event)", spec.name));
+                    notices.push(format!("sampling `{}` (default event)", spec.name));
                 }
                 opened.push(Opened {
                     spec,
@@ -664,7 +636,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
                 let fb = events::parse("cpu-clock")?;
                 let attr = build_attr(&fb, i == 0, o, freq, period, watermark);
                 let fds = open_event(&attr, &tids, &cpus, "cpu-clock")?;
-                warn(format_args!(
+                notices.push(format!(
                     "no `{}` on this machine ({source}); sampling `cpu-clock` instead",
                     spec.name
                 ));
@@ -719,6 +691,36 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         .map(|r| r.fd().as_raw_fd())
         .chain(others.iter().map(|f| f.as_raw_fd()))
         .collect();
+
+    // The capture dir: created 0700; a hidden work dir inside proves it is writable.
+    let start_ns = timefmt::now_ns();
+    let id = timefmt::capture_id(start_ns);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&o.out_dir)
+        .map_err(|e| {
+            Error::io(
+                format!("cannot create capture dir {}", o.out_dir.display()),
+                e,
+            )
+        })?;
+    let out_dir = fs::canonicalize(&o.out_dir)
+        .map_err(|e| Error::io(format!("cannot use capture dir {}", o.out_dir.display()), e))?;
+    let work_path = out_dir.join(format!(".{id}.partial"));
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&work_path)
+        .map_err(|e| {
+            Error::io(
+                format!("cannot write to capture dir {}", out_dir.display()),
+                e,
+            )
+        })?;
+    let mut work = WorkDir {
+        path: work_path,
+        keep: false,
+    };
 
     // Signals arrive through a signalfd so the poll loop sees them; the workload gets the
     // original mask back before exec.
@@ -827,6 +829,9 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     }
     // From here on, a failure keeps what was captured.
     work.keep = true;
+    for n in &notices {
+        warn(n);
+    }
     let names: Vec<&str> = opened.iter().map(|e| e.spec.name.as_str()).collect();
     warn(format_args!(
         "recording {} on CPUs {}{}",

@@ -34,7 +34,7 @@ fn capture() -> &'static Capture {
             out_dir.to_str().unwrap(),
             "--",
             busy.to_str().unwrap(),
-            "100",
+            "50",
         ]);
         let archive = archive_of(&out);
         let unpacked = unpack(&archive, &dir);
