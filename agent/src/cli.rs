@@ -119,7 +119,7 @@ pub fn parse(args: &[String]) -> Result<Command, Error> {
     };
     let rest = &args[1..];
     match sub.as_str() {
-        "record" => parse_record(rest).map(Command::Record),
+        "record" => Ok(parse_record(rest)?.map_or(Command::Help, Command::Record)),
         "info" => match rest.first() {
             None => Ok(Command::Info),
             Some(a) => Err(usage(format!("info: unexpected argument `{a}`"))),
@@ -134,6 +134,7 @@ pub fn parse(args: &[String]) -> Result<Command, Error> {
                 match opt {
                     "-o" | "--output" => dir = PathBuf::from(it.value(opt, att)?),
                     "--json" if sub == "list" => json = true,
+                    "-h" | "--help" => return Ok(Command::Help),
                     "--" => ids.extend(it.rest()),
                     _ if a.starts_with('-') => {
                         return Err(usage(format!("{sub}: unknown option `{a}`")))
@@ -158,7 +159,8 @@ pub fn parse(args: &[String]) -> Result<Command, Error> {
     }
 }
 
-fn parse_record(args: &[String]) -> Result<RecordOpts, Error> {
+/// `None` when help was asked for.
+fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
     let mut o = RecordOpts {
         events: Vec::new(),
         freq: None,
@@ -222,6 +224,7 @@ fn parse_record(args: &[String]) -> Result<RecordOpts, Error> {
                 o.duration = Some(Duration::from_secs_f64(secs));
             }
             "-o" | "--output" => o.out_dir = PathBuf::from(it.value(opt, att)?),
+            "-h" | "--help" => return Ok(None),
             "--mmap-pages" | "-m" => {
                 let v = it.value(opt, att)?;
                 let n: usize = number(opt, v)?;
@@ -250,7 +253,7 @@ fn parse_record(args: &[String]) -> Result<RecordOpts, Error> {
     if o.pid.is_some() && !o.command.is_empty() {
         return Err(usage("-p PID and a command are exclusive"));
     }
-    Ok(o)
+    Ok(Some(o))
 }
 
 #[cfg(test)]
@@ -318,5 +321,16 @@ mod tests {
                 json: true
             }
         );
+    }
+
+    /// `--help` asks for help, except inside the workload's own arguments.
+    #[test]
+    fn parse_help_not_inside_command() {
+        assert_eq!(parse(&args("record -g --help")).unwrap(), Command::Help);
+        assert_eq!(parse(&args("list -h")).unwrap(), Command::Help);
+        let Command::Record(o) = parse(&args("record -g -- ls --help")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.command, args("ls --help"));
     }
 }

@@ -13,7 +13,8 @@ fn run() -> Result<(), Error> {
         Command::Version => println!("kprof-agent {}", kprof_agent::AGENT_VERSION),
         Command::Record(o) => {
             let path = record::run(&o, &argv)?;
-            println!("{}", path.display());
+            // The archive is complete; a closed stdout must not turn that into a failure.
+            let _ = writeln!(std::io::stdout(), "{}", path.display());
         }
         Command::Info => {
             let i = info::gather();
