@@ -79,7 +79,7 @@ fn record_manifest_overload_reports_lost() {
     let busy = build_c("busy", &dir);
     let caps = dir.join("caps");
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut load: Vec<_> = (0..cpus)
+    let mut load: Vec<_> = (0..2 * cpus)
         .map(|_| Command::new(&busy).arg("1000000").spawn().unwrap())
         .collect();
     let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
