@@ -3,7 +3,8 @@
 //!
 //! Discovery only lists candidate files and directories; the build-id index decides which
 //! of them is used. It reads directory layouts (and, for Yocto, `bitbake -e virtual/kernel`
-//! when bitbake is at hand), never file contents beyond `modules.order`.
+//! when the layout shows no kernel and bitbake is at hand), never file contents beyond
+//! `modules.order`.
 
 pub mod bitbake_env;
 pub mod buildroot;
@@ -46,11 +47,29 @@ impl std::error::Error for DiscoverError {
 
 /// Files and directories of a Yocto build directory (`$BUILDDIR`) that may hold symbols.
 ///
-/// The kernel's `B` comes from `bitbake -e virtual/kernel` when `bitbake` is on `PATH`
-/// (an initialized build environment), else from the work directory layout.
+/// The work directory layout finds the kernel's `B` of kernel.bbclass and linux-yocto
+/// recipes. Only when it finds no vmlinux is `bitbake -e virtual/kernel` asked for `B` (if
+/// `bitbake` is on `PATH`): that can take minutes when the configuration changed since the
+/// last parse, too slow to run on every report.
 pub fn yocto_symbol_paths(builddir: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
-    let env = yocto::kernel_env_from_bitbake(builddir);
-    yocto::symbol_paths(builddir, env.as_ref())
+    let found = yocto::symbol_paths(builddir, None);
+    let has_vmlinux = |paths: &[PathBuf]| {
+        paths
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == "vmlinux"))
+    };
+    if matches!(&found, Ok(paths) if has_vmlinux(paths)) {
+        return found;
+    }
+    if matches!(&found, Err(DiscoverError::NotABuildTree { .. }))
+        && !builddir.join("conf").join("local.conf").is_file()
+    {
+        return found;
+    }
+    match yocto::kernel_env_from_bitbake(builddir) {
+        Some(env) => yocto::symbol_paths(builddir, Some(&env)),
+        None => found,
+    }
 }
 
 /// Files and directories of a Buildroot output directory that may hold symbols.

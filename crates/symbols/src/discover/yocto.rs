@@ -8,9 +8,9 @@
 //! - `WORKDIR/packages-split/<pkg>-dbg`: split debug info of user space (`.debug` files in
 //!   debug-file-directory or `.debug/` style).
 //!
-//! The exact `B` comes from `bitbake -e virtual/kernel` when bitbake is available; without it
-//! the kernel is recognised by a directory holding `vmlinux` next to `Module.symvers` or
-//! `.config`.
+//! The kernel is recognised by a directory holding `vmlinux` next to `Module.symvers` or
+//! `.config`; a kernel recipe with another `B` is found through `bitbake -e virtual/kernel`
+//! (see [`super::yocto_symbol_paths`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
