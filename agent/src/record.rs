@@ -746,6 +746,12 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     let kallsyms_path = work.path.join(kprof_capture::KALLSYMS);
     let (text, etext) = snapshot_kallsyms(&kallsyms_path)
         .map_err(|e| Error::io("cannot snapshot /proc/kallsyms", e))?;
+    if text.is_none() {
+        notices.push(format!(
+            "/proc/kallsyms shows no addresses (kernel.kptr_restrict={}): kernel samples will not resolve to symbols",
+            sys::kernel_sysctl("kptr_restrict").map_or("?".to_string(), |v| v.to_string())
+        ));
+    }
     let modules_text = fs::read_to_string("/proc/modules").unwrap_or_default();
     archive::write_private(
         &work.path.join(kprof_capture::MODULES),
