@@ -237,8 +237,8 @@ impl SymbolFile {
     pub fn offset_to_address(&self, offset: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(off, _, size)| offset >= *off && offset < off + size)
-            .map(|(off, vaddr, _)| vaddr + (offset - off))
+            .find(|(off, _, size)| offset >= *off && offset < off.saturating_add(*size))
+            .map(|(off, vaddr, _)| vaddr.wrapping_add(offset - off))
     }
 
     /// The allocated sections a relocatable file was placed at: `(name, address, size)`.

@@ -19,6 +19,8 @@ mod disasm;
 pub mod discover;
 pub mod elf;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod index;
 pub mod kallsyms;
 pub mod perf_header;

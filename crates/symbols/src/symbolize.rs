@@ -673,7 +673,7 @@ impl<'a> State<'a> {
             return self.resolve_in(img, addr, "");
         };
         let img = self.user_image(&map);
-        let offset = addr - map.start + map.pgoff;
+        let offset = (addr - map.start).wrapping_add(map.pgoff);
         let svma = self.files[img]
             .as_ref()
             .and_then(|f| f.offset_to_address(offset))
@@ -932,7 +932,7 @@ fn read_perf_data(
         let PerfFileRecord::EventRecord { attr_index, record } = rec else {
             continue;
         };
-        bytes += record.data.len() as u64 + 8;
+        bytes = bytes.saturating_add(record.data.len() as u64 + 8);
         if samples.is_multiple_of(65536) {
             progress(Progress::Samples {
                 bytes: bytes.min(total),
@@ -967,7 +967,9 @@ fn read_perf_data(
                 let e = attr_index.min(nev - 1);
                 samples += 1;
                 st.profile.events[e].total_samples += 1;
-                st.profile.events[e].total_period += s.period.unwrap_or(1);
+                st.profile.events[e].total_period = st.profile.events[e]
+                    .total_period
+                    .saturating_add(s.period.unwrap_or(1));
                 let pid = s.pid.unwrap_or(-1);
                 let tid = s.tid.unwrap_or(pid);
                 let thread = st.thread(pid, tid);
@@ -1079,7 +1081,9 @@ fn read_perf_data(
                     );
                 }
             }
-            EventRecord::Lost(l) => st.profile.meta.lost_samples += l.count,
+            EventRecord::Lost(l) => {
+                st.profile.meta.lost_samples = st.profile.meta.lost_samples.saturating_add(l.count)
+            }
             _ => {}
         }
     }
