@@ -249,6 +249,14 @@ fn run_ctrl_c_stops_capture_keeps_it() {
     assert!(capture.ends_with(".kprof.tar.gz"), "{seen:?}\n{err}");
     assert!(err.contains(&format!(": {capture}")), "{err}");
     assert_archive(Path::new(&capture));
+    let manifest = Command::new("tar")
+        .arg("xzOf")
+        .arg(&capture)
+        .arg("manifest.json")
+        .output()
+        .unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
+    assert_eq!(manifest["stop_reason"], "signal", "{manifest}");
 }
 
 /// A link cut mid-capture leaves the capture running on the board; a later `fetch` gets it
