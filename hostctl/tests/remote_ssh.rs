@@ -236,3 +236,40 @@ fn connect_ssh_closed_port_names_target() {
         "{err}"
     );
 }
+
+/// A key held by a running ssh-agent logs in with no identity file given.
+#[test]
+fn connect_ssh_agent_key() {
+    let sshd = Sshd::start("");
+    let client = Client::new();
+    sshd.authorize(&client.pubkey());
+    client.trust(&sshd, sshd.port);
+    let sock = client.home.path().join("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !sock.exists() && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let added = Command::new("ssh-add")
+        .arg(&client.key)
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    // Move the key away so that only the agent has it.
+    std::fs::rename(&client.key, client.home.path().join("moved")).unwrap();
+    let (_, _, err) = outcome(fetch_nope(&client, &sshd.target()).env("SSH_AUTH_SOCK", &sock));
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(err.contains(LOGGED_IN), "{err}");
+}
