@@ -248,7 +248,7 @@ fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyho
             );
         }
     }
-    let matched = kernel_match::check(facts.kernel_build_id().as_deref(), &args.symbols);
+    let matched = kernel_match::check(facts.kernel_build_id().as_deref(), &args.symbols)?;
     let msg = matched.message(&facts.kernel_release);
     if matched.is_mismatch() {
         eprintln!("\nkprofctl: WARNING: {t}: {msg}\n");

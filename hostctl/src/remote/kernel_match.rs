@@ -2,8 +2,8 @@
 //! compare the GNU build-id of `/sys/kernel/notes` with the vmlinux files kprofctl would use.
 
 use crate::cmd::symbol_args::SymbolArgs;
-use object::{Object as _, ReadCache};
-use std::path::{Path, PathBuf};
+use kprof_symbols::index::BuildIdIndex;
+use std::path::PathBuf;
 
 /// The outcome, worded by [`KernelMatch::message`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,23 +69,33 @@ impl KernelMatch {
     }
 }
 
-/// Compares `board_id` with every vmlinux found through `symbols`.
-pub fn check(board_id: Option<&str>, symbols: &SymbolArgs) -> KernelMatch {
+/// Compares `board_id` with every ELF the report would index for these symbol options (the
+/// shared persistent build-id index of `kprof_symbols`, so the report that follows reuses it).
+pub fn check(board_id: Option<&str>, symbols: &SymbolArgs) -> anyhow::Result<KernelMatch> {
     let Some(board) = board_id else {
-        return KernelMatch::BoardHasNoBuildId;
+        return Ok(KernelMatch::BoardHasNoBuildId);
     };
-    let mut found = Vec::new();
-    for path in vmlinux_candidates(symbols) {
-        let id = build_id(&path);
-        if id.as_deref() == Some(board) {
-            return KernelMatch::Matches {
-                board: board.to_owned(),
-                vmlinux: path,
-            };
+    let opts = symbols.options()?;
+    let bar = crate::remote::transfer::progress_bar(0, "indexing symbol paths");
+    let index = BuildIdIndex::update(&opts.symbol_paths, opts.index_store.as_deref(), &mut |p| {
+        if let kprof_symbols::index::Progress::Read { done, total } = p {
+            bar.set_length(total);
+            bar.set_position(done);
         }
-        found.push((path, id));
+    })?;
+    bar.finish_and_clear();
+    if let Some((path, _)) = index.by_build_id(board).first() {
+        return Ok(KernelMatch::Matches {
+            board: board.to_owned(),
+            vmlinux: path.to_path_buf(),
+        });
     }
-    if found.is_empty() {
+    let found: Vec<(PathBuf, Option<String>)> = index
+        .by_name("vmlinux")
+        .into_iter()
+        .map(|(p, e)| (p.to_path_buf(), e.build_id.clone()))
+        .collect();
+    Ok(if found.is_empty() {
         KernelMatch::NoVmlinux {
             board: board.to_owned(),
         }
@@ -94,109 +104,7 @@ pub fn check(board_id: Option<&str>, symbols: &SymbolArgs) -> KernelMatch {
             board: board.to_owned(),
             found,
         }
-    }
-}
-
-/// The GNU build-id of an ELF file, reading only its headers and notes.
-pub fn build_id(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    let cache = ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
-    let id = obj.build_id().ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// vmlinux files where the symbol options point: `--symbols` files and directories (searched a
-/// few levels deep), Buildroot's `build/linux-*/vmlinux`, Yocto's kernel build and deploy dirs.
-pub fn vmlinux_candidates(symbols: &SymbolArgs) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for path in &symbols.symbols {
-        if path.is_file() {
-            if is_vmlinux_name(path) {
-                out.push(path.clone());
-            }
-        } else {
-            walk(path, 4, &mut out);
-        }
-    }
-    if let Some(br) = &symbols.buildroot {
-        for dir in subdirs(&br.join("build"), "linux-") {
-            push_file(&dir.join("vmlinux"), &mut out);
-        }
-        push_file(&br.join("images/vmlinux"), &mut out);
-    }
-    let yocto = symbols
-        .yocto
-        .clone()
-        .or_else(|| std::env::var_os("BUILDDIR").map(PathBuf::from));
-    if let Some(build) = yocto {
-        for tmp in subdirs(&build, "tmp") {
-            for machine in subdirs(&tmp.join("deploy/images"), "") {
-                walk(&machine, 1, &mut out);
-            }
-            for arch in subdirs(&tmp.join("work"), "") {
-                for recipe in subdirs(&arch, "linux-") {
-                    for version in subdirs(&recipe, "") {
-                        for build_dir in subdirs(&version, "linux-") {
-                            push_file(&build_dir.join("vmlinux"), &mut out);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
-    out
-}
-
-fn is_vmlinux_name(path: &Path) -> bool {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    name.starts_with("vmlinux")
-        && ![
-            ".gz", ".bz2", ".xz", ".lzma", ".zst", ".bin", ".o", ".a", ".lds", ".symvers", ".cmd",
-        ]
-        .iter()
-        .any(|s| name.ends_with(s))
-}
-
-fn push_file(path: &Path, out: &mut Vec<PathBuf>) {
-    if path.is_file() {
-        out.push(path.to_path_buf());
-    }
-}
-
-fn subdirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
-fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            if depth > 0 && !path.is_symlink() {
-                walk(&path, depth - 1, out);
-            }
-        } else if is_vmlinux_name(&path) && path.is_file() {
-            out.push(path);
-        }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -209,28 +117,42 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let linux = dir.path().join("build/linux-6.1");
         std::fs::create_dir_all(&linux).unwrap();
+        std::fs::write(dir.path().join(".config"), "BR2_x86_64=y\n").unwrap();
         // Any ELF with a build-id stands in for vmlinux here: /bin/sh has one on Debian.
         std::fs::copy("/bin/sh", linux.join("vmlinux")).unwrap();
-        let id = build_id(&linux.join("vmlinux")).expect("/bin/sh has a build-id");
+        let id = readelf_build_id(&linux.join("vmlinux"));
         let args = SymbolArgs {
             buildroot: Some(dir.path().to_path_buf()),
             ..SymbolArgs::default()
         };
         assert_eq!(
-            check(Some(&id), &args),
+            check(Some(&id), &args).unwrap(),
             KernelMatch::Matches {
                 board: id.clone(),
                 vmlinux: linux.join("vmlinux")
             }
         );
-        let other = check(Some("00ff"), &args);
+        let other = check(Some("00ff"), &args).unwrap();
         assert!(other.is_mismatch());
         let msg = other.message("6.1.0");
         assert!(
             msg.contains("KERNEL BUILD-ID MISMATCH") && msg.contains(&id),
             "{msg}"
         );
-        let none = check(Some("00ff"), &SymbolArgs::default());
+        let none = check(Some("00ff"), &SymbolArgs::default()).unwrap();
         assert!(matches!(none, KernelMatch::NoVmlinux { .. }));
+    }
+
+    /// The build-id as binutils' readelf prints it.
+    fn readelf_build_id(path: &std::path::Path) -> String {
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
+            .expect("a build-id")
     }
 }
