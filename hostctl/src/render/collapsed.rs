@@ -5,7 +5,7 @@
 //! the `_[k]` suffix and inlined user frames `_[i]`, as `stackcollapse-perf.pl --all` writes
 //! them, so `flamegraph.pl --colors=java` and `inferno-flamegraph --colors java` colour them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use anyhow::{bail, Context};
@@ -30,7 +30,24 @@ pub fn write_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyh
 /// `stackcollapse-perf.pl`.
 pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, u64>> {
     check_event(profile, event)?;
-    let mut folded = BTreeMap::<String, u64>::new();
+    // Labels once per distinct frame and thread: stacks share most of their frames.
+    let frames: Vec<String> = (0..profile.frames.len())
+        .map(|frame| {
+            let mut label = String::new();
+            push_frame(&mut label, profile, frame);
+            label
+        })
+        .collect();
+    let comms: Vec<String> = profile
+        .threads
+        .iter()
+        .map(|t| {
+            let mut label = String::new();
+            push_frame_name_parts(&mut label, &t.comm, None);
+            label
+        })
+        .collect();
+    let mut folded = HashMap::<String, u64>::new();
     let mut line = String::new();
     for stack in &profile.stacks {
         let count = stack.counts.get(event).copied().unwrap_or(0);
@@ -38,18 +55,23 @@ pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, 
             continue;
         }
         line.clear();
-        let comm = profile
-            .threads
-            .get(stack.thread)
-            .map_or("[unknown]", |t| t.comm.as_str());
-        push_frame_name_parts(&mut line, comm, None);
+        line.push_str(comms.get(stack.thread).map_or("[unknown]", String::as_str));
         for &frame in stack.frames.iter().rev() {
             line.push(';');
-            push_frame(&mut line, profile, frame);
+            line.push_str(
+                frames
+                    .get(frame)
+                    .map_or("[unknown]:[unknown]", String::as_str),
+            );
         }
-        *folded.entry(line.clone()).or_insert(0) += count;
+        match folded.get_mut(line.as_str()) {
+            Some(n) => *n += count,
+            None => {
+                folded.insert(line.clone(), count);
+            }
+        }
     }
-    Ok(folded)
+    Ok(folded.into_iter().collect())
 }
 
 /// Fails with a clear message when `event` does not name an event of the profile.

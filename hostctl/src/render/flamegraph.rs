@@ -28,16 +28,12 @@ pub fn write_svg_event(profile: &Profile, event: usize, out: &mut dyn Write) -> 
     }
 
     let mut palette = PaletteMap::default();
-    for stack in &profile.stacks {
-        for &frame in &stack.frames {
-            let mut label = String::new();
-            collapsed::push_frame(&mut label, profile, frame);
-            if palette.get(&label).is_none() {
-                palette.insert(
-                    &label,
-                    colour(collapsed::frame_kind(profile, frame), &label),
-                );
-            }
+    for frame in 0..profile.frames.len() {
+        let mut label = String::new();
+        collapsed::push_frame(&mut label, profile, frame);
+        if palette.get(&label).is_none() {
+            let kind = collapsed::frame_kind(profile, frame);
+            palette.insert(&label, colour(kind, &label));
         }
     }
 

@@ -40,6 +40,7 @@ pub fn build(profile: &Profile) -> anyhow::Result<proto::Profile> {
         strings: Strings::default(),
         out: proto::Profile::default(),
         locations: HashMap::new(),
+        labels: HashMap::new(),
         mappings: HashMap::new(),
         functions: HashMap::new(),
     };
@@ -79,8 +80,11 @@ struct Builder<'a> {
     profile: &'a Profile,
     strings: Strings,
     out: proto::Profile,
-    /// Inline-expanded frame run (indices into `Profile::frames`) to location id.
-    locations: HashMap<Vec<usize>, u64>,
+    /// Inline-expanded frame run (first and last index into `Profile::frames`, length) to
+    /// location id.
+    locations: HashMap<(usize, usize, usize), u64>,
+    /// Thread index to its sample labels.
+    labels: HashMap<usize, Vec<proto::Label>>,
     /// Image index to mapping id.
     mappings: HashMap<usize, u64>,
     /// Function index to function id.
@@ -142,19 +146,17 @@ impl Builder<'_> {
             return;
         }
         let mut location_id = Vec::new();
-        let mut run = Vec::new();
-        for &frame in &stack.frames {
-            let Some(f) = self.profile.frames.get(frame) else {
-                continue;
-            };
-            run.push(frame);
+        let mut start = 0;
+        for (i, &frame) in stack.frames.iter().enumerate() {
             // An inlined frame belongs to the location of the next, outer frame.
-            if !f.inlined {
-                location_id.push(self.location(std::mem::take(&mut run)));
+            let inlined = self.profile.frames.get(frame).is_some_and(|f| f.inlined);
+            if !inlined {
+                location_id.extend(self.location(&stack.frames[start..=i]));
+                start = i + 1;
             }
         }
-        if !run.is_empty() {
-            location_id.push(self.location(run));
+        if start < stack.frames.len() {
+            location_id.extend(self.location(&stack.frames[start..]));
         }
         let mut value = Vec::with_capacity(self.profile.events.len() * 2);
         for (i, event) in self.profile.events.iter().enumerate() {
@@ -164,21 +166,7 @@ impl Builder<'_> {
             value.push(i64::try_from(count).unwrap_or(i64::MAX));
             value.push(i64::try_from(period).unwrap_or(i64::MAX));
         }
-        let mut label = Vec::new();
-        if let Some(thread) = self.profile.threads.get(stack.thread) {
-            label.push(proto::Label {
-                key: self.strings.id("comm"),
-                str: self.strings.id(&thread.comm),
-                ..Default::default()
-            });
-            for (key, num) in [("pid", thread.pid), ("tid", thread.tid)] {
-                label.push(proto::Label {
-                    key: self.strings.id(key),
-                    num: i64::from(num),
-                    ..Default::default()
-                });
-            }
-        }
+        let label = self.labels(stack.thread);
         self.out.sample.push(proto::Sample {
             location_id,
             value,
@@ -186,20 +174,50 @@ impl Builder<'_> {
         });
     }
 
-    /// The location of a run of frames at one address: inlined frames, then their caller.
-    fn location(&mut self, run: Vec<usize>) -> u64 {
-        if let Some(&id) = self.locations.get(&run) {
-            return id;
+    /// The labels of samples of thread `thread`: `comm`, `pid`, `tid`.
+    fn labels(&mut self, thread: usize) -> Vec<proto::Label> {
+        if let Some(labels) = self.labels.get(&thread) {
+            return labels.clone();
         }
+        let mut labels = Vec::new();
+        if let Some(t) = self.profile.threads.get(thread) {
+            labels.push(proto::Label {
+                key: self.strings.id("comm"),
+                str: self.strings.id(&t.comm),
+                ..Default::default()
+            });
+            for (key, num) in [("pid", t.pid), ("tid", t.tid)] {
+                labels.push(proto::Label {
+                    key: self.strings.id(key),
+                    num: i64::from(num),
+                    ..Default::default()
+                });
+            }
+        }
+        self.labels.insert(thread, labels.clone());
+        labels
+    }
+
+    /// The location of a run of frames at one address: inlined frames, then their caller.
+    /// `None` when the run names no frame of the profile.
+    fn location(&mut self, run: &[usize]) -> Option<u64> {
         let profile = self.profile;
         let frames = &profile.frames;
-        let outer = &frames[*run.last().expect("a run has a frame")];
+        // The inline chain of an address is fixed, so its two ends identify the run.
+        let key = (*run.first()?, *run.last()?, run.len());
+        if let Some(&id) = self.locations.get(&key) {
+            return Some(id);
+        }
+        if run.iter().any(|&f| f >= frames.len()) {
+            return None;
+        }
+        let outer = &frames[key.1];
         let mapping_id = profile
             .functions
             .get(outer.function)
             .map_or(0, |f| self.mapping(f.image, Some(outer.address)));
         let mut line = Vec::with_capacity(run.len());
-        for &frame in &run {
+        for &frame in run {
             let f = &frames[frame];
             line.push(proto::Line {
                 function_id: self.function(f.function),
@@ -215,8 +233,8 @@ impl Builder<'_> {
             line,
             is_folded: false,
         });
-        self.locations.insert(run, id);
-        id
+        self.locations.insert(key, id);
+        Some(id)
     }
 
     /// The mapping of image `image`, widened to cover `address`.

@@ -132,11 +132,37 @@ impl CallTree {
             self_counts: vec![0; n],
             children: Vec::new(),
         };
+        // Children are found by (parent, what) with small integer keys: command names are
+        // numbered first, so no string is hashed per frame.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+        enum Slot {
+            Comm(usize),
+            Function(usize, bool),
+        }
+        let mut comm_ids: HashMap<&str, usize> = HashMap::new();
+        let thread_comm: Vec<usize> = profile
+            .threads
+            .iter()
+            .map(|t| {
+                let next = comm_ids.len();
+                *comm_ids.entry(t.comm.as_str()).or_insert(next)
+            })
+            .collect();
+        let unknown_comm = comm_ids.len();
+        let mut comm_names = vec![String::new(); unknown_comm + 1];
+        for (name, id) in comm_ids {
+            comm_names[id] = name.to_owned();
+        }
+        comm_names[unknown_comm] = "[unknown]".to_owned();
+
         let mut nodes = vec![new_node(NodeKey::Comm(String::new()))];
-        let mut index: HashMap<(usize, NodeKey), usize> = HashMap::new();
-        let mut child = |nodes: &mut Vec<Node>, parent: usize, key: NodeKey| -> usize {
-            *index.entry((parent, key.clone())).or_insert_with(|| {
-                nodes.push(new_node(key));
+        let mut index: HashMap<(usize, Slot), usize> = HashMap::new();
+        let mut child = |nodes: &mut Vec<Node>, parent: usize, slot: Slot| -> usize {
+            *index.entry((parent, slot)).or_insert_with(|| {
+                nodes.push(new_node(match slot {
+                    Slot::Comm(id) => NodeKey::Comm(comm_names[id].clone()),
+                    Slot::Function(f, inlined) => NodeKey::Function(f, inlined),
+                }));
                 let id = nodes.len() - 1;
                 nodes[parent].children.push(id);
                 id
@@ -144,11 +170,11 @@ impl CallTree {
         };
         for stack in &profile.stacks {
             add(&mut nodes[0].counts, &stack.counts);
-            let comm = profile
-                .threads
+            let comm = thread_comm
                 .get(stack.thread)
-                .map_or_else(|| "[unknown]".to_owned(), |t| t.comm.clone());
-            let mut at = child(&mut nodes, 0, NodeKey::Comm(comm));
+                .copied()
+                .unwrap_or(unknown_comm);
+            let mut at = child(&mut nodes, 0, Slot::Comm(comm));
             add(&mut nodes[at].counts, &stack.counts);
             for frame in stack
                 .frames
@@ -159,16 +185,19 @@ impl CallTree {
                 at = child(
                     &mut nodes,
                     at,
-                    NodeKey::Function(frame.function, frame.inlined),
+                    Slot::Function(frame.function, frame.inlined),
                 );
                 add(&mut nodes[at].counts, &stack.counts);
             }
             add(&mut nodes[at].self_counts, &stack.counts);
         }
-        let order: Vec<Vec<u64>> = nodes.iter().map(|node| node.counts.clone()).collect();
+        let first: Vec<u64> = nodes
+            .iter()
+            .map(|node| node.counts.first().copied().unwrap_or(0))
+            .collect();
         for node in &mut nodes {
             node.children
-                .sort_by(|&a, &b| order[b].first().cmp(&order[a].first()).then(a.cmp(&b)));
+                .sort_by(|&a, &b| first[b].cmp(&first[a]).then(a.cmp(&b)));
         }
         CallTree { nodes }
     }
