@@ -180,10 +180,21 @@ fn password_user() -> (&'static str, &'static str) {
     (user, password)
 }
 
+/// Locks a throwaway account's password again when a test ends, even by a panic, so that no
+/// account with a known or empty password stays open on the machine.
+struct LockOnDrop(&'static str);
+
+impl Drop for LockOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("usermod").args(["-p", "!", self.0]).status();
+    }
+}
+
 /// A wrong password is one clear error naming the user and target; the right one logs in.
 #[test]
 fn connect_ssh_wrong_password_clear_error() {
     let (user, password) = password_user();
+    let _lock = LockOnDrop(user);
     let sshd = Sshd::start("");
     let client = Client::new();
     client.trust(&sshd, sshd.port);
@@ -215,6 +226,7 @@ fn connect_ssh_empty_password_user() {
             .status();
     }
     run_ok(Command::new("passwd").args(["-d", user]));
+    let _lock = LockOnDrop(user);
     let sshd = Sshd::start("PermitEmptyPasswords yes");
     let client = Client::new();
     client.trust(&sshd, sshd.port);
