@@ -184,3 +184,34 @@ fn report_perfdata_callers_and_annotate() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("Disassembly:"));
 }
+
+/// Filters keep only what they say: `--kernel` only kernel images, `--image`, `--comm`, `--pid`.
+#[test]
+fn report_perfdata_filters_select_samples() {
+    let dir = recorded();
+    let p = dir.join("perf.data");
+    let p = p.to_str().unwrap();
+    let all = json(&["report", p, "--format", "json"]);
+    let total = all["events"][0]["samples"].as_u64().unwrap();
+    let user = json(&["report", p, "--format", "json", "--user"]);
+    assert!(user["images"].as_array().unwrap().iter().all(|i| i["kernel"] == false));
+    let user_n = user["events"][0]["samples"].as_u64().unwrap();
+    let out = kprofctl(&["report", p, "--format", "json", "--kernel"]);
+    let kernel_n = if out.status.success() {
+        let k: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(k["images"].as_array().unwrap().iter().all(|i| i["kernel"] == true));
+        k["events"][0]["samples"].as_u64().unwrap()
+    } else {
+        // A run without any kernel sample: the filter leaves nothing, which is an error.
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no samples match"));
+        0
+    };
+    assert_eq!(user_n + kernel_n, total);
+    let img = json(&["report", p, "--format", "json", "--image", "hotloop"]);
+    assert!(img["functions"].as_array().unwrap().iter().all(|f| f["image"] == "hotloop"));
+    let comm = json(&["report", p, "--format", "json", "--comm", "hotloop"]);
+    assert_eq!(comm["functions"][0]["symbol"], "hot_loop");
+    let out = kprofctl(&["report", p, "--comm", "no-such-comm"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no samples match"));
+}

@@ -191,6 +191,9 @@ struct State<'a> {
     stacks: HashMap<(usize, Vec<usize>), usize>,
     user_images: HashMap<(Rc<str>, Option<String>), usize>,
     unknown_image: Option<usize>,
+    /// User images whose file has symbols but no DWARF lines, and ones without symbols.
+    no_lines: Vec<String>,
+    stripped: Vec<String>,
 }
 
 impl<'a> State<'a> {
@@ -274,6 +277,8 @@ impl<'a> State<'a> {
             stacks: HashMap::new(),
             user_images: HashMap::new(),
             unknown_image: None,
+            no_lines: Vec::new(),
+            stripped: Vec::new(),
         }
     }
 
@@ -293,17 +298,26 @@ impl<'a> State<'a> {
         match &image.symbols {
             SymbolSource::BuildId { .. } => {
                 if let Some(f) = &file {
-                    if !f.has_lines {
-                        self.profile.warnings.push(format!(
-                            "{name}: {} has no DWARF line info: functions without source lines",
-                            f.path.display()
-                        ));
-                    }
+                    // User images without DWARF are the rule for distro libraries: one
+                    // summary line for them; kernel images get their own.
                     if !f.has_symbols {
-                        self.profile.warnings.push(format!(
-                            "{name}: {} is stripped: no function symbols",
-                            f.path.display()
-                        ));
+                        if image.kernel {
+                            self.profile.warnings.push(format!(
+                                "{name}: {} is stripped: no function symbols",
+                                f.path.display()
+                            ));
+                        } else {
+                            self.stripped.push(name.clone());
+                        }
+                    } else if !f.has_lines {
+                        if image.kernel {
+                            self.profile.warnings.push(format!(
+                                "{name}: {} has no DWARF line info: functions without source lines",
+                                f.path.display()
+                            ));
+                        } else {
+                            self.no_lines.push(name.clone());
+                        }
                     }
                 }
             }
@@ -1091,6 +1105,32 @@ fn read_perf_data(
         bytes: total,
         total,
     });
+    for (list, what) in [
+        (&st.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
+        (&st.no_lines, "without DWARF line info (functions, no source lines)"),
+    ] {
+        if !list.is_empty() {
+            let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+            if list.len() > 8 {
+                names.push_str(&format!(" and {} more", list.len() - 8));
+            }
+            let n = list.len();
+            st.profile.warnings.push(format!("{n} user image(s) {what}: {names}"));
+        }
+    }
+    // perf adds a `dummy` event to system-wide recordings for side-band records only.
+    let keep: Vec<usize> = (0..st.profile.events.len())
+        .filter(|i| {
+            let e = &st.profile.events[*i];
+            !(e.total_samples == 0 && e.name.starts_with("dummy"))
+        })
+        .collect();
+    if keep.len() < st.profile.events.len() && !keep.is_empty() {
+        st.profile.events = keep.iter().map(|i| st.profile.events[*i].clone()).collect();
+        for s in &mut st.profile.stacks {
+            s.counts = keep.iter().map(|i| s.counts[*i]).collect();
+        }
+    }
     if let Some(why) = damaged {
         if samples == 0 {
             return Err(bad(format!("{why} (no sample could be read)")));
