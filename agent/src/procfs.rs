@@ -114,6 +114,26 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The state letter of `/proc/PID/stat` (after the parenthesised comm, which may hold spaces).
+pub fn parse_stat_state(stat: &str) -> Option<char> {
+    stat.get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// Whether a process still runs: a zombie (exited, not yet reaped by its parent) does not.
+pub fn process_running(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !matches!(
+            parse_stat_state(&s),
+            Some('Z') | Some('X') | Some('x') | None
+        ),
+        Err(_) => false,
+    }
+}
+
 /// Online CPUs from sysfs.
 pub fn online_cpus() -> io::Result<Vec<u32>> {
     let s = fs::read_to_string("/sys/devices/system/cpu/online")?;
@@ -280,6 +300,18 @@ mod tests {
             parse_maps_line("00400000-00401000 r-xp 00000000 08:01 42 /tmp/a b (deleted)").unwrap();
         assert_eq!(d.path, "/tmp/a b (deleted)");
         assert!(parse_maps_line("zz").is_none());
+    }
+
+    /// The state of a real /proc/PID/stat line is found even with `)` and spaces in comm.
+    #[test]
+    fn parse_stat_state_real_lines() {
+        assert_eq!(
+            parse_stat_state("20741 (busy) Z 20720 20720 1 0 -1 4227084"),
+            Some('Z')
+        );
+        assert_eq!(parse_stat_state("7 (a) b) R 1 7 7 0"), Some('R'));
+        assert_eq!(parse_stat_state("garbage"), None);
+        assert!(process_running(std::process::id() as i32));
     }
 
     /// CPU lists in sysfs format parse; malformed ones are rejected.

@@ -897,6 +897,14 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break Stop::Signal(0);
         }
+        // A per-task event whose task exited polls as HUP forever: stop polling it (its ring
+        // is still drained every pass) so the loop does not spin.
+        let n_rings = pfds.len() - 1;
+        for p in &mut pfds[..n_rings] {
+            if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                p.fd = -1;
+            }
+        }
         drain_all(&mut rings, &mut sink).map_err(io_err)?;
         if let Some(sig) = read_signals(&sfd) {
             break Stop::Signal(sig);
@@ -907,10 +915,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
             }
         }
         if let Some(pid) = o.pid {
-            // SAFETY: kill with signal 0 only checks that the process exists.
-            if unsafe { libc::kill(pid, 0) } != 0
-                && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-            {
+            if !procfs::process_running(pid) {
                 break Stop::TargetExited;
             }
         }

@@ -1,0 +1,114 @@
+//! Event sets and sampling scope: several events at once, `-p PID`, `-C CPUS`.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// Two events sample together; every sample names its event and the manifest's per-event
+/// counts equal what perf.data holds for each.
+#[test]
+fn record_perfdata_two_events_attributed() {
+    require_root();
+    let dir = scratch("events");
+    let busy = build_c("busy", &dir);
+    let caps = dir.join("caps");
+    let out = run_agent(&[
+        "record",
+        "-e",
+        "cpu-clock,page-faults/period=1/",
+        "-F",
+        "2000",
+        "-o",
+        caps.to_str().unwrap(),
+        "--",
+        busy.to_str().unwrap(),
+        "10",
+    ]);
+    let unpacked = unpack(&archive_of(&out), &dir);
+    let m = manifest(&unpacked);
+    let parsed = parse_perf_data(&unpacked.join("perf.data"));
+    assert_eq!(
+        parsed.event_names,
+        vec!["cpu-clock".to_string(), "page-faults".to_string()]
+    );
+    assert_eq!(m.events[1].sample_period, Some(1));
+    assert_eq!(m.events[0].sample_freq, Some(2000));
+    for (i, e) in m.events.iter().enumerate() {
+        let n = parsed.samples.iter().filter(|s| s.attr_index == i).count() as u64;
+        assert_eq!(n, e.samples, "event {}", e.name);
+        assert!(n > 0, "no samples of {}", e.name);
+    }
+    // Every process start faults pages in: busy itself has page-fault samples.
+    let pid = m.command.unwrap().pid.unwrap();
+    assert!(parsed
+        .samples
+        .iter()
+        .any(|s| s.attr_index == 1 && s.pid == pid));
+    let (report, err) = perf(&[
+        "report",
+        "--stdio",
+        "-i",
+        unpacked.join("perf.data").to_str().unwrap(),
+        "--sort",
+        "comm",
+    ]);
+    assert!(
+        report.contains("of event 'cpu-clock'") && report.contains("of event 'page-faults'"),
+        "{report}{err}"
+    );
+}
+
+/// `-p PID` samples only that process and stops when it exits; `-C` limits the CPUs.
+#[test]
+fn record_perfdata_pid_and_cpu_scope() {
+    require_root();
+    let dir = scratch("scope");
+    let busy = build_c("busy", &dir);
+    let caps = dir.join("caps");
+    let mut child = Command::new(&busy).arg("60").spawn().unwrap();
+    let pid = child.id() as i32;
+    let out = run_agent(&[
+        "record",
+        "-p",
+        &pid.to_string(),
+        "-e",
+        "cpu-clock",
+        "-o",
+        caps.to_str().unwrap(),
+    ]);
+    let _ = child.wait();
+    let unpacked = unpack(&archive_of(&out), &dir);
+    let m = manifest(&unpacked);
+    assert_eq!(m.target_pid, Some(pid));
+    assert_eq!(m.stop_reason, "target-exited");
+    let parsed = parse_perf_data(&unpacked.join("perf.data"));
+    assert!(!parsed.samples.is_empty());
+    assert!(
+        parsed.samples.iter().all(|s| s.pid == pid),
+        "samples of other processes with -p"
+    );
+
+    let out = run_agent(&[
+        "record",
+        "-C",
+        "0",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "500",
+        "--duration",
+        "0.5",
+        "-o",
+        caps.to_str().unwrap(),
+    ]);
+    let archive = archive_of(&out);
+    let d2 = dir.join("cpu0");
+    std::fs::create_dir_all(&d2).unwrap();
+    let unpacked = unpack(&archive, &d2);
+    let m = manifest(&unpacked);
+    assert_eq!(m.cpus, vec![0]);
+    assert_eq!(m.stop_reason, "duration");
+    assert_eq!(m.events[0].ids.len(), 1);
+}
