@@ -106,10 +106,18 @@ fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Re
         .parent()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|| "/".into());
-    let command = format!(
-        "mkdir -p {dir} && cat > {tmp} && chmod 755 {tmp} && \
-         {{ if command -v sha256sum >/dev/null 2>&1; then sha256sum {tmp}; else echo \"- $(wc -c < {tmp})\"; fi; }}",
+    // Fails fast on a read-only or foreign directory, before any byte is sent.
+    let prepare = remote.exec(&format!(
+        "mkdir -p {dir} && : > {tmp} && chmod 700 {tmp}",
         dir = quote(&dir),
+        tmp = quote(&tmp)
+    ))?;
+    if prepare.status != 0 {
+        anyhow::bail!("{}", first_line(&prepare.stderr_str()));
+    }
+    let command = format!(
+        "cat > {tmp} && chmod 755 {tmp} && \
+         {{ if command -v sha256sum >/dev/null 2>&1; then sha256sum {tmp}; else echo \"- $(wc -c < {tmp})\"; fi; }}",
         tmp = quote(&tmp)
     );
     let bar = transfer::progress_bar(bytes.len() as u64, "kprof-agent");

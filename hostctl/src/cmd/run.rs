@@ -297,7 +297,8 @@ fn start(remote: &Remote, agent: &str, agent_args: &[String]) -> anyhow::Result<
             .map_or(0, |d| d.as_secs()),
         std::process::id()
     );
-    let dir = format!("/tmp/kprof-run/{id}");
+    // Per login user: a directory created 0700 by one user must not block another.
+    let dir = format!("/tmp/kprof-run-{}/{id}", t.user);
     let mut argv = vec![agent.to_owned()];
     argv.extend(agent_args.iter().cloned());
     // `wait` gives the agent's exit status; `status` appears only once the agent is gone.

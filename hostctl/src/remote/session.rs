@@ -115,18 +115,26 @@ impl Remote {
         let mut ch = self.channel(command)?;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            if ch.eof() {
+                // The command ended early (no space left, permissions): its stderr says why.
+                break;
+            }
             let n = input
                 .read(&mut buf)
                 .with_context(|| format!("{t}: reading the local input failed"))?;
             if n == 0 {
                 break;
             }
-            std::io::Write::write_all(&mut ch, &buf[..n])
-                .map_err(|e| io_link_error(t, "upload interrupted", &e))?;
+            if let Err(e) = std::io::Write::write_all(&mut ch, &buf[..n]) {
+                if ch.eof() {
+                    break;
+                }
+                return Err(io_link_error(t, "upload interrupted", &e));
+            }
             progress(n as u64);
         }
-        ch.send_eof()
-            .map_err(|e| link_error(t, "upload interrupted", e))?;
+        // The command may have gone already; what it printed decides.
+        let _ = ch.send_eof();
         self.finish(&mut ch)
     }
 
