@@ -220,8 +220,19 @@ fn board_wrong_vmlinux_kernel_build_id_mismatch() {
     let other = tempfile::tempdir().unwrap();
     let vmlinux = find_file(&board.symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
     let mut bytes = std::fs::read(&vmlinux).unwrap();
-    let notes = board.ssh("cat /sys/kernel/notes | od -An -tx1 | tr -d ' \\n'");
-    let id = build_id_of_notes_hex(&notes);
+    // The board runs this vmlinux (must-hold 1 checks that): its build-id per binutils.
+    let readelf = Command::new("readelf")
+        .arg("-n")
+        .arg(&vmlinux)
+        .output()
+        .unwrap();
+    let hex = String::from_utf8_lossy(&readelf.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
+        .expect("vmlinux has a build-id");
+    let id: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
     let at = find(&bytes, &id).expect("the build-id bytes in vmlinux");
     bytes[at] ^= 0xff;
     std::fs::write(other.path().join("vmlinux"), bytes).unwrap();
@@ -481,24 +492,6 @@ fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
         }
     }
     None
-}
-
-/// The GNU build-id bytes in a hex dump of /sys/kernel/notes (little-endian notes).
-fn build_id_of_notes_hex(hex: &str) -> Vec<u8> {
-    let bytes: Vec<u8> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
-    let mut off = 0;
-    while off + 12 <= bytes.len() {
-        let rd = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap()) as usize;
-        let (namesz, descsz, kind) = (rd(off), rd(off + 4), rd(off + 8));
-        let desc = off + 12 + namesz.div_ceil(4) * 4;
-        if kind == 3 && &bytes[off + 12..off + 12 + namesz] == b"GNU\0" {
-            return bytes[desc..desc + descsz].to_vec();
-        }
-        off = desc + descsz.div_ceil(4) * 4;
-    }
-    panic!("no build-id in /sys/kernel/notes");
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
