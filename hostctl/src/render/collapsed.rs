@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use anyhow::{bail, Context};
-use kprof_symbols::profile::{Frame, Image, Profile};
+use kprof_symbols::profile::{Image, Profile};
 
 /// Writes the collapsed stacks of the first event.
 pub fn write(profile: &Profile, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -30,14 +30,9 @@ pub fn write_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyh
 /// `stackcollapse-perf.pl`.
 pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, u64>> {
     check_event(profile, event)?;
-    // Labels once per distinct frame and thread: stacks share most of their frames.
-    let frames: Vec<String> = (0..profile.frames.len())
-        .map(|frame| {
-            let mut label = String::new();
-            push_frame(&mut label, profile, frame);
-            label
-        })
-        .collect();
+    // Labels once per function (plain and inlined) and thread: millions of frames share a
+    // few thousand functions.
+    let labels = FrameLabels::new(profile);
     let comms: Vec<String> = profile
         .threads
         .iter()
@@ -58,11 +53,7 @@ pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, 
         line.push_str(comms.get(stack.thread).map_or("[unknown]", String::as_str));
         for &frame in stack.frames.iter().rev() {
             line.push(';');
-            line.push_str(
-                frames
-                    .get(frame)
-                    .map_or("[unknown]:[unknown]", String::as_str),
-            );
+            line.push_str(labels.get(profile, frame));
         }
         match folded.get_mut(line.as_str()) {
             Some(n) => *n += count,
@@ -72,6 +63,72 @@ pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, 
         }
     }
     Ok(folded.into_iter().collect())
+}
+
+/// The collapsed-stack label of every frame, computed per function and inline flag.
+#[derive(Debug)]
+pub struct FrameLabels {
+    /// Per function: (label when not inlined, label when inlined).
+    by_function: Vec<(String, String)>,
+}
+
+impl FrameLabels {
+    pub fn new(profile: &Profile) -> FrameLabels {
+        let by_function = profile
+            .functions
+            .iter()
+            .map(|function| {
+                let image = profile.images.get(function.image);
+                let kind = image.map_or(FrameKind::Unknown, frame_kind_of_image);
+                let mut plain = String::new();
+                push_frame_name_parts(
+                    &mut plain,
+                    image.map_or("[unknown]", |i| i.name.as_str()),
+                    Some(function.name.as_deref().unwrap_or("[unknown]")),
+                );
+                let mut inlined = plain.clone();
+                match kind {
+                    FrameKind::Kernel | FrameKind::Module => {
+                        plain.push_str("_[k]");
+                        inlined.push_str("_[k]");
+                    }
+                    FrameKind::User => inlined.push_str("_[i]"),
+                    FrameKind::Inlined | FrameKind::Unknown => {}
+                }
+                (plain, inlined)
+            })
+            .collect();
+        FrameLabels { by_function }
+    }
+
+    /// The label of frame `frame` (index into [`Profile::frames`]).
+    pub fn get<'a>(&'a self, profile: &Profile, frame: usize) -> &'a str {
+        profile
+            .frames
+            .get(frame)
+            .and_then(|f| {
+                let (plain, inlined) = self.by_function.get(f.function)?;
+                Some(if f.inlined { inlined } else { plain })
+            })
+            .map_or("[unknown]:[unknown]", String::as_str)
+    }
+
+    /// Every distinct label with the kind of frame it stands for.
+    pub fn kinds<'a>(&'a self, profile: &'a Profile) -> impl Iterator<Item = (&'a str, FrameKind)> {
+        self.by_function.iter().zip(&profile.functions).flat_map(
+            move |((plain, inlined), function)| {
+                let kind = profile
+                    .images
+                    .get(function.image)
+                    .map_or(FrameKind::Unknown, frame_kind_of_image);
+                let inlined_kind = match kind {
+                    FrameKind::User => FrameKind::Inlined,
+                    other => other,
+                };
+                [(plain.as_str(), kind), (inlined.as_str(), inlined_kind)]
+            },
+        )
+    }
 }
 
 /// Fails with a clear message when `event` does not name an event of the profile.
@@ -103,24 +160,6 @@ pub enum FrameKind {
     Unknown,
 }
 
-/// Classifies frame `frame` (index into [`Profile::frames`]).
-pub fn frame_kind(profile: &Profile, frame: usize) -> FrameKind {
-    let Some(f) = profile.frames.get(frame) else {
-        return FrameKind::Unknown;
-    };
-    let Some(image) = profile
-        .functions
-        .get(f.function)
-        .and_then(|func| profile.images.get(func.image))
-    else {
-        return FrameKind::Unknown;
-    };
-    match frame_kind_of_image(image) {
-        FrameKind::User if f.inlined => FrameKind::Inlined,
-        kind => kind,
-    }
-}
-
 /// [`FrameKind::Kernel`], [`FrameKind::Module`] or [`FrameKind::User`] for an image.
 pub fn frame_kind_of_image(image: &Image) -> FrameKind {
     match image.kernel {
@@ -133,31 +172,6 @@ pub fn frame_kind_of_image(image: &Image) -> FrameKind {
 /// vmlinux rather than a module: perf names it `[kernel.kallsyms]`, kprof `vmlinux`.
 fn is_core_kernel(name: &str, recorded_path: &str) -> bool {
     name == "vmlinux" || name.starts_with("[kernel") || recorded_path.starts_with("[kernel")
-}
-
-/// Appends `image:function` plus the kind suffix of one frame.
-pub fn push_frame(line: &mut String, profile: &Profile, frame: usize) {
-    let kind = frame_kind(profile, frame);
-    push_frame_name(line, profile, profile.frames.get(frame));
-    match kind {
-        FrameKind::Kernel | FrameKind::Module => line.push_str("_[k]"),
-        FrameKind::Inlined => line.push_str("_[i]"),
-        FrameKind::User | FrameKind::Unknown => {}
-    }
-}
-
-/// Appends `image:function` of a frame without any suffix.
-pub fn push_frame_name(line: &mut String, profile: &Profile, frame: Option<&Frame>) {
-    let function = frame.and_then(|f| profile.functions.get(f.function));
-    let image = function.and_then(|func| profile.images.get(func.image));
-    push_sanitized(line, image.map_or("[unknown]", |i| i.name.as_str()));
-    line.push(':');
-    push_sanitized(
-        line,
-        function
-            .and_then(|func| func.name.as_deref())
-            .unwrap_or("[unknown]"),
-    );
 }
 
 /// Appends `first` (a command name) or `first:second` (image and function), sanitized.

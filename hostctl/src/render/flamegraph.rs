@@ -28,12 +28,9 @@ pub fn write_svg_event(profile: &Profile, event: usize, out: &mut dyn Write) -> 
     }
 
     let mut palette = PaletteMap::default();
-    for frame in 0..profile.frames.len() {
-        let mut label = String::new();
-        collapsed::push_frame(&mut label, profile, frame);
-        if palette.get(&label).is_none() {
-            let kind = collapsed::frame_kind(profile, frame);
-            palette.insert(&label, colour(kind, &label));
+    for (label, kind) in collapsed::FrameLabels::new(profile).kinds(profile) {
+        if palette.get(label).is_none() {
+            palette.insert(label, colour(kind, label));
         }
     }
 
