@@ -886,6 +886,42 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
     }
 }
 
+/// Whether a SAMPLE record's call chain length fits in the record; the parser multiplies it
+/// unchecked. Records with a READ group (variable layout) are left to the parser.
+fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>) -> bool {
+    use linux_perf_data::linux_perf_event_reader::SampleFormat as F;
+    let f = record.parse_info.sample_format;
+    if !f.contains(F::CALLCHAIN) || f.contains(F::READ) {
+        return true;
+    }
+    let before = [
+        F::IDENTIFIER,
+        F::IP,
+        F::TID,
+        F::TIME,
+        F::ADDR,
+        F::ID,
+        F::STREAM_ID,
+        F::CPU,
+        F::PERIOD,
+    ]
+    .iter()
+    .filter(|x| f.contains(**x))
+    .count()
+        * 8;
+    let data = record.data.as_slice();
+    let Some(nr) = data.get(before..before + 8) else {
+        return false;
+    };
+    let nr: [u8; 8] = nr.try_into().expect("8 bytes");
+    let nr = match record.parse_info.endian {
+        linux_perf_data::Endianness::LittleEndian => u64::from_le_bytes(nr),
+        linux_perf_data::Endianness::BigEndian => u64::from_be_bytes(nr),
+    };
+    let room = (data.len() - before - 8) as u64 / 8;
+    nr <= room
+}
+
 fn read_perf_data(
     st: &mut State<'_>,
     capture: &Capture,
@@ -962,6 +998,10 @@ fn read_perf_data(
                 damaged.get_or_insert_with(|| "MMAP2 record with a bad build-id length".into());
                 continue;
             }
+        }
+        if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
+            damaged.get_or_insert_with(|| "sample with a call chain longer than its record".into());
+            continue;
         }
         // The record parser indexes and multiplies lengths from the file; a damaged record
         // must end as a damaged record, not as a crash of the report.
