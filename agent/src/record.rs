@@ -546,6 +546,22 @@ fn warn(msg: impl std::fmt::Display) {
 /// Runs a capture and returns the absolute path of the archive.
 pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     raise_fd_limit();
+    // Signals arrive through a signalfd so the poll loop sees them; the workload gets the
+    // original mask back before exec. Blocked first thing: a Ctrl-C during setup then stops
+    // the capture at its first poll instead of killing the agent half-way.
+    // SAFETY: sigset_t is plain data initialised by sigemptyset/sigaddset below.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old_mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid sigset pointers.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old_mask);
+    }
+    let sfd = signal_fd(&set).map_err(|e| Error::io("signalfd", e))?;
     let max_rate = sys::kernel_sysctl("perf_event_max_sample_rate").unwrap_or(i64::MAX) as u64;
     let check_freq = |f: u64, what: &str| -> Result<(), Error> {
         if f == 0 {
@@ -722,21 +738,6 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         keep: false,
     };
 
-    // Signals arrive through a signalfd so the poll loop sees them; the workload gets the
-    // original mask back before exec.
-    // SAFETY: sigset_t is plain data initialised by sigemptyset/sigaddset below.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut old_mask: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid sigset pointers.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old_mask);
-    }
-    let sfd = signal_fd(&set).map_err(|e| Error::io("signalfd", e))?;
     let mut workload = match &program {
         Some(p) => Some(Workload::spawn(&o.command, p, &old_mask)?),
         None => None,
