@@ -8,7 +8,7 @@ BUGTRACKER = "https://github.com/kprof/kprof/issues"
 SECTION = "devel"
 LICENSE = "MIT | Apache-2.0"
 # The workspace manifest states the licence of every crate of the repository.
-LIC_FILES_CHKSUM = "file://Cargo.toml;beginline=8;endline=8;md5=86b31c7756a1a7962f28b62856ed4f05"
+LIC_FILES_CHKSUM = "file://Cargo.toml;beginline=9;endline=9;md5=86b31c7756a1a7962f28b62856ed4f05"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
