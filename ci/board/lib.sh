@@ -41,16 +41,57 @@ board_ensure_packages() {
 
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo none; }
 
-# Kernel key: the source package, both fragments, the build script, the compiler.
-board_kernel_hash() {
+# How the kernel is built from its .config (ci/board/build-kernel's make invocation). Bump it
+# when that changes so that cached kernels are rebuilt.
+board_kernel_recipe=1
+
+# Input key: the source package, both fragments, the config and build scripts, the compiler.
+board_input_hash() {
   {
-    echo "linux-source-6.1 $(pkg_version linux-source-6.1)"
+    echo "linux-source-6.1 $(pkg_version linux-source-6.1) recipe $board_kernel_recipe"
     gcc --version | head -n1
-    sha256sum "$board_here/build-kernel" "$board_here/qemu-x86_64.cfg" "$kprof_cfg" | cut -d' ' -f1
+    sha256sum "$board_here/build-kernel" "$board_here/kernel-config" "$board_here/qemu-x86_64.cfg" \
+      "$kprof_cfg" | cut -d' ' -f1
   } | sha256sum | cut -c1-16
 }
 
-board_kernel_dir() { echo "$board_cache/$(board_kernel_hash)"; }
+# Kernel key: what the kernel is made of, i.e. the resolved .config (which records the
+# compiler version) plus the source package version and the recipe. Edits to the fragments
+# that do not change the resolved configuration (comments, options another symbol already
+# implies) thus reuse the cached kernel.
+board_config_hash() {
+  {
+    echo "linux-source-6.1 $(pkg_version linux-source-6.1) recipe $board_kernel_recipe"
+    grep -v '^# Linux/' "$1"
+  } | sha256sum | cut -c1-16
+}
+
+# Prints the output dir for the current inputs. An input key seen before maps straight to its
+# kernel dir (board/index/<input-hash>); a new one costs one configuration run (~30 s: unpack
+# the source, tinyconfig, merge, olddefconfig) to find the kernel key.
+board_kernel_dir() {
+  local ihash index kdir tmp chash
+  ihash=$(board_input_hash)
+  index=$board_cache/index/$ihash
+  if [ -f "$index" ]; then
+    kdir=$board_cache/$(cat "$index")
+    [ -d "$kdir" ] && { echo "$kdir"; return 0; }
+  fi
+  mkdir -p "$board_cache/index"
+  board_log "resolving the kernel configuration for new inputs ($ihash)"
+  tmp=$(mktemp -d "$board_cache/.config-XXXXXX")
+  tar -C "$tmp" -xJf /usr/src/linux-source-6.1.tar.xz ||
+    { rm -rf "$tmp"; board_die "cannot unpack /usr/src/linux-source-6.1.tar.xz"; }
+  "$board_here/kernel-config" "$tmp/linux-source-6.1" >"$tmp/config.log" 2>&1 || {
+    cat "$tmp/config.log" >&2
+    rm -rf "$tmp"
+    board_die "kernel configuration failed"
+  }
+  chash=$(board_config_hash "$tmp/linux-source-6.1/.config")
+  rm -rf "$tmp"
+  echo "$chash" >"$index"
+  echo "$board_cache/$chash"
+}
 
 # Builds the kernel unless the dir for the current inputs already has one. Concurrent callers
 # serialize on a lock; a half-finished build (no stamp) is redone from scratch.
