@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 /// Runs headless Chromium on `page`: writes a screenshot to `png`, returns the DOM after
 /// scripts ran.
 pub fn chromium(page: &Path, png: &Path, scratch: &Path) -> String {
+    chromium_url(&format!("file://{}", page.display()), png, scratch)
+}
+
+/// [`chromium`] on a URL, e.g. a page with a `#fragment`.
+pub fn chromium_url(url: &str, png: &Path, scratch: &Path) -> String {
     let common = |profile: &str| -> Vec<String> {
         [
             "--headless",
@@ -29,13 +34,12 @@ pub fn chromium(page: &Path, png: &Path, scratch: &Path) -> String {
         )])
         .collect()
     };
-    let url = format!("file://{}", page.display());
     let shot = bounded(
         Command::new(chromium_binary())
             .args(common("shot"))
             .arg(format!("--screenshot={}", png.display()))
             .arg("--window-size=1400,2200")
-            .arg(&url),
+            .arg(url),
     );
     assert!(
         shot.status.success(),
@@ -46,7 +50,7 @@ pub fn chromium(page: &Path, png: &Path, scratch: &Path) -> String {
         Command::new(chromium_binary())
             .args(common("dom"))
             .arg("--dump-dom")
-            .arg(&url),
+            .arg(url),
     );
     assert!(
         dom.status.success(),

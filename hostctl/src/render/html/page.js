@@ -49,3 +49,14 @@ document.querySelectorAll("button[data-tree]").forEach(function (button) {
     document.querySelectorAll(".tree details").forEach(function (d) { d.open = open; });
   });
 });
+// A link can carry a sort order: `report.html#sort=functions-table:3` sorts that table by
+// its fourth column, descending (`:3:asc` ascending).
+(function () {
+  var m = /^#sort=([\w-]+):(\d+)(:asc)?$/.exec(window.location.hash);
+  if (!m) return;
+  var table = document.getElementById(m[1]);
+  var th = table && table.tHead.rows[0].cells[parseInt(m[2], 10)];
+  if (!th) return;
+  th.click();
+  if (m[3]) th.click();
+})();

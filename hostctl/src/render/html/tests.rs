@@ -1,7 +1,7 @@
 //! Tests of the HTML page on the hand-built profile, in headless Chromium too.
 use kprof_symbols::annotate::{Instruction, SourceLine};
 
-use super::chromium::{assert_non_blank_png, chromium};
+use super::chromium::{assert_non_blank_png, chromium, chromium_url};
 use super::*;
 use super::{capture, fixture};
 
@@ -184,6 +184,39 @@ fn render_html_chromium_shows_top_function() {
         first_row.contains("compute"),
         "top function not first in the DOM"
     );
+}
+
+/// The page's script sorts tables: a `#sort=` link sorts the functions by rank, descending,
+/// and by name, ascending.
+#[test]
+fn render_html_chromium_sorts_functions_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    std::fs::write(&path, page(None)).unwrap();
+    let shot = dir.path().join("sorted.png");
+    let url = format!("file://{}#sort=functions-table:0", path.display());
+    let dom = chromium_url(&url, &shot, dir.path());
+    let row = first_body_row(&dom, "functions-table");
+    assert!(row.contains("data-v=\"12\">12<"), "last rank first: {row}");
+
+    let url = format!("file://{}#sort=functions-table:1:asc", path.display());
+    let dom = chromium_url(&url, &shot, dir.path());
+    let table = &dom[dom.find("id=\"functions-table\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    // Column 1 of each row: the first `fn` cell after the rank cell.
+    let names: Vec<String> = table
+        .split("<tr>")
+        .skip(2)
+        .filter_map(|row| {
+            let cell = &row[row.find("<td class=\"fn\">")? + 15..];
+            Some(cell[..cell.find('<')?].to_lowercase())
+        })
+        .filter(|name| name.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .collect();
+    assert_eq!(names.len(), 10, "{names:?}");
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "function names ascending");
 }
 
 /// The text of the first row in the body of the table with id `id`.
