@@ -154,6 +154,8 @@ struct Mapping {
     pgoff: u64,
     path: Rc<str>,
     build_id: Option<String>,
+    /// The profile image, once a sample fell into the mapping.
+    image: Option<usize>,
 }
 
 /// A module as recorded.
@@ -188,7 +190,9 @@ struct State<'a> {
     functions: HashMap<(usize, Option<String>), usize>,
     frames: HashMap<Frame, usize>,
     resolved: HashMap<(usize, u64), Rc<[usize]>>,
-    stacks: HashMap<(usize, Vec<usize>), usize>,
+    /// Hash of (thread, frames) → indices of `profile.stacks` with that hash: the frames
+    /// are stored once, in the profile.
+    stacks: HashMap<u64, Vec<usize>>,
     user_images: HashMap<(Rc<str>, Option<String>), usize>,
     unknown_image: Option<usize>,
     /// User images whose file has symbols but no DWARF lines, and ones without symbols.
@@ -677,17 +681,27 @@ impl<'a> State<'a> {
     }
 
     fn resolve_user(&mut self, pid: i32, addr: u64) -> Rc<[usize]> {
-        let map = self.procs.get(&pid).and_then(|maps| {
+        let found = self.procs.get(&pid).and_then(|maps| {
             let i = maps.partition_point(|m| m.start <= addr);
             let m = maps.get(i.checked_sub(1)?)?;
-            (addr < m.end).then(|| m.clone())
+            (addr < m.end).then_some((i - 1, m.start, m.pgoff, m.image))
         });
-        let Some(map) = map else {
+        let Some((i, start, pgoff, image)) = found else {
             let img = self.unknown_image();
             return self.resolve_in(img, addr, "");
         };
-        let img = self.user_image(&map);
-        let offset = (addr - map.start).wrapping_add(map.pgoff);
+        let img = match image {
+            Some(img) => img,
+            None => {
+                let map = self.procs[&pid][i].clone();
+                let img = self.user_image(&map);
+                if let Some(m) = self.procs.get_mut(&pid).and_then(|v| v.get_mut(i)) {
+                    m.image = Some(img);
+                }
+                img
+            }
+        };
+        let offset = (addr - start).wrapping_add(pgoff);
         let svma = self.files[img]
             .as_ref()
             .and_then(|f| f.offset_to_address(offset))
@@ -1062,17 +1076,29 @@ fn read_perf_data(
                         }
                     }
                 }
-                let key = (thread, std::mem::take(&mut stack_buf));
-                let idx = match st.stacks.get(&key) {
-                    Some(i) => *i,
+                let hash = {
+                    use std::hash::{Hash, Hasher};
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    thread.hash(&mut h);
+                    stack_buf.hash(&mut h);
+                    h.finish()
+                };
+                let stacks = &st.profile.stacks;
+                let found = st.stacks.get(&hash).and_then(|c| {
+                    c.iter()
+                        .copied()
+                        .find(|i| stacks[*i].thread == thread && stacks[*i].frames == stack_buf)
+                });
+                let idx = match found {
+                    Some(i) => i,
                     None => {
                         st.profile.stacks.push(Stack {
-                            frames: key.1.clone(),
+                            frames: stack_buf.clone(),
                             thread,
                             counts: vec![0; nev],
                         });
                         let i = st.profile.stacks.len() - 1;
-                        st.stacks.insert(key, i);
+                        st.stacks.entry(hash).or_default().push(i);
                         i
                     }
                 };
@@ -1108,6 +1134,7 @@ fn read_perf_data(
                             pgoff: m.page_offset,
                             path: path.into(),
                             build_id: None,
+                            image: None,
                         },
                     );
                 }
@@ -1131,6 +1158,7 @@ fn read_perf_data(
                             pgoff: m.page_offset,
                             path: path.into(),
                             build_id,
+                            image: None,
                         },
                     );
                 }
