@@ -21,6 +21,7 @@
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -35,9 +36,9 @@ static unsigned int mib = 8;
 module_param(mib, uint, 0444);
 MODULE_PARM_DESC(mib, "Size of the pointer-chasing structure in MiB (default 8)");
 
-static unsigned int hops = 1024;
+static unsigned int hops = 256;
 module_param(hops, uint, 0644);
-MODULE_PARM_DESC(hops, "Pointers followed per char_dev_cache_traverse() call (default 1024)");
+MODULE_PARM_DESC(hops, "Pointers followed per char_dev_cache_traverse() call (default 256)");
 
 static unsigned int seed = 0x6b70726f;
 module_param(seed, uint, 0444);
@@ -112,9 +113,9 @@ static int mychardrv_build_cycle(struct mychardrv *d)
 
 /*
  * The hot spot: a dependent chain of loads, each one a cache (and mostly TLB) miss. Kept out
- * of line so that it is a symbol of its own in profiles.
+ * of line and unclonable (no .constprop copy) so that profiles name it as written.
  */
-static noinline u64 char_dev_cache_traverse(struct mychardrv *d, unsigned int steps)
+static noinline __noclone u64 char_dev_cache_traverse(struct mychardrv *d, unsigned int steps)
 {
 	struct mychardrv_node *node = d->cursor;
 	u64 sum = 0;
@@ -131,7 +132,7 @@ static noinline u64 char_dev_cache_traverse(struct mychardrv *d, unsigned int st
  * The cheap neighbour: a sequential pass over a small table that stays in L1. It runs as
  * often as the traversal but touches an eighth as many words, all of them cache hits.
  */
-static noinline u64 char_dev_cache_checksum(const struct mychardrv *d, unsigned int steps)
+static noinline __noclone u64 char_dev_cache_checksum(const struct mychardrv *d, unsigned int steps)
 {
 	unsigned int words = min_t(unsigned int, steps / 8 + 1, MYCHARDRV_CHECKSUM_WORDS);
 	u64 sum = 0;
