@@ -9,8 +9,8 @@ use kprof_agent::{info, record, store, Error};
 fn run() -> Result<(), Error> {
     let argv: Vec<String> = std::env::args().collect();
     match cli::parse(&argv[1..])? {
-        Command::Help => println!("{}", cli::USAGE),
-        Command::Version => println!("kprof-agent {}", kprof_agent::AGENT_VERSION),
+        Command::Help => print_out(&format!("{}\n", cli::USAGE)),
+        Command::Version => print_out(&format!("kprof-agent {}\n", kprof_agent::AGENT_VERSION)),
         Command::Record(o) => {
             let path = record::run(&o, &argv)?;
             // The archive is complete; a closed stdout must not turn that into a failure.
@@ -19,19 +19,17 @@ fn run() -> Result<(), Error> {
         Command::Info => {
             let i = info::gather();
             let s = serde_json::to_string_pretty(&i).map_err(|e| Error::Other(e.to_string()))?;
-            println!("{s}");
+            print_out(&(s + "\n"));
         }
         Command::List { dir, json } => {
             let entries = store::list(&dir)?;
-            let mut out = std::io::stdout().lock();
             let text = if json {
                 serde_json::to_string_pretty(&entries).map_err(|e| Error::Other(e.to_string()))?
                     + "\n"
             } else {
                 store::render(&entries)
             };
-            // A closed pipe (`| head`) is not an error worth a message.
-            let _ = out.write_all(text.as_bytes());
+            print_out(&text);
         }
         Command::Rm { dir, ids } => {
             for p in store::remove(&dir, &ids)? {
@@ -40,6 +38,12 @@ fn run() -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Writes a report to stdout. A reader that went away (`| head`) is not an error worth a
+/// message, and `println!` would panic on it.
+fn print_out(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn main() -> ExitCode {
