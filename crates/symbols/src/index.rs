@@ -13,19 +13,26 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// Index file format version; a file of another version is rebuilt.
-const INDEX_VERSION: u32 = 1;
+const INDEX_VERSION: u32 = 2;
 
 /// What the index knows about one ELF file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub mtime_ns: u128,
     pub size: u64,
+    /// The file is ELF; other files are remembered too so that they are not reopened.
+    #[serde(default = "yes")]
+    pub elf: bool,
     /// Lowercase hex, `None` for an ELF without a build-id.
     pub build_id: Option<String>,
     /// Has `.debug_info`.
     pub debug_info: bool,
     /// Has a `.symtab`.
     pub symtab: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -85,14 +92,18 @@ impl BuildIdIndex {
             if done.is_multiple_of(64) || done == total {
                 progress(Progress::Read { done, total });
             }
-            if let Some(e) = read_entry(path, *mtime, *size) {
-                stored.files.insert(path.clone(), e);
-            } else {
-                stored.files.remove(path);
-            }
+            let e = read_entry(path, *mtime, *size).unwrap_or(Entry {
+                mtime_ns: *mtime,
+                size: *size,
+                elf: false,
+                build_id: None,
+                debug_info: false,
+                symtab: false,
+            });
+            stored.files.insert(path.clone(), e);
         }
         for (path, _, _) in &seen {
-            if let Some(e) = stored.files.get(path) {
+            if let Some(e) = stored.files.get(path).filter(|e| e.elf) {
                 files.insert(path.clone(), e.clone());
             }
         }
@@ -265,6 +276,7 @@ fn read_entry(path: &Path, mtime_ns: u128, size: u64) -> Option<Entry> {
     Some(Entry {
         mtime_ns,
         size,
+        elf: true,
         build_id: obj.build_id().ok().flatten().map(hex),
         debug_info: obj.section_by_name(".debug_info").is_some(),
         symtab: obj.section_by_name(".symtab").is_some(),
