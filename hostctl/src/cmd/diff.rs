@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use kprof_symbols::profile::Profile;
 use kprof_symbols::views::{self, Filter};
-use kprof_symbols::{Capture, Symbolizer};
 use serde_json::json;
 
 use super::symbol_args::SymbolArgs;
@@ -52,16 +51,12 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
-    let opts = args.symbols.options()?;
-    let mut progress = |_: kprof_symbols::Progress| {};
-    // One symbolizer for both: the build-id index is read once.
-    let mut symbolizer = Symbolizer::new(opts, &mut progress)?;
-    let mut load = |path: &Path| -> anyhow::Result<Profile> {
-        let capture =
-            Capture::open(path).with_context(|| format!("reading capture {}", path.display()))?;
-        symbolizer
-            .symbolize(&capture, &mut progress)
-            .with_context(|| format!("symbolizing {}", path.display()))
+    // report's loader: the same symbol options and progress bars; the second capture finds
+    // the build-id index stored by the first.
+    let load = |path: &Path| -> anyhow::Result<Profile> {
+        super::report::load(path, &args.symbols)
+            .map(|loaded| loaded.profile)
+            .with_context(|| format!("capture {}", path.display()))
     };
     let base = load(&args.base)?;
     let new = load(&args.new)?;
