@@ -54,9 +54,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // report's loader: the same symbol options and progress bars; the second capture finds
     // the build-id index stored by the first.
     let load = |path: &Path| -> anyhow::Result<Profile> {
-        super::report::load(path, &args.symbols)
-            .map(|loaded| loaded.profile)
-            .with_context(|| format!("capture {}", path.display()))
+        // The loader's errors name the capture already.
+        super::report::load(path, &args.symbols).map(|loaded| loaded.profile)
     };
     let base = load(&args.base)?;
     let new = load(&args.new)?;
