@@ -234,7 +234,7 @@ board_qemu_start() {
     -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=net0,romfile= \
     -device virtio-rng-pci \
     -display none -monitor none -serial "file:$console" -no-reboot \
-    -daemonize -pidfile "$KPROF_BOARD_STATE/qemu.pid" 2>"$KPROF_BOARD_STATE/qemu.err" 8>&- 9>&-
+    -daemonize -pidfile "$KPROF_BOARD_STATE/qemu.pid" 2>"$KPROF_BOARD_STATE/qemu.err" 7>&- 8>&- 9>&-
 }
 
 board_stop() {
