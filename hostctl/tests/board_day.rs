@@ -37,8 +37,16 @@ impl Board {
             .unwrap_or_else(|| key.with_file_name("known_hosts"));
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir(home.path().join(".ssh")).unwrap();
-        std::fs::copy(&known, home.path().join(".ssh/known_hosts"))
-            .unwrap_or_else(|e| panic!("{}: {e}", known.display()));
+        // The board's host key is fixed; the port in that file is the one of the `up` that
+        // wrote it, so the key is listed again for this board's port.
+        let text =
+            std::fs::read_to_string(&known).unwrap_or_else(|e| panic!("{}: {e}", known.display()));
+        let lines: String = text
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(_, key)| format!("[127.0.0.1]:{port} {key}\n"))
+            .collect();
+        std::fs::write(home.path().join(".ssh/known_hosts"), lines).unwrap();
         Board {
             target,
             port,
@@ -320,31 +328,33 @@ fn board_link_cut_mid_capture_fetch_gets_it_whole() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("connection lost during the capture"), "{err}");
 
+    // The capture goes on without the link: wait until the agent renamed it into place.
     let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let (ok, _, err) =
-            outcome(
-                board
-                    .on_board("fetch")
-                    .args(["--no-report", "--capture-dir", &caps]),
-            );
-        assert!(ok, "{err}");
-        if let Some(local) = board.captures_here().first() {
-            let listed = board.ssh(&format!("wc -c < {caps}/*.kprof.tar.gz"));
-            assert_eq!(
-                std::fs::metadata(local).unwrap().len().to_string(),
-                listed.trim()
-            );
-            let t = Command::new("tar").arg("tzf").arg(local).output().unwrap();
-            assert!(t.status.success() && String::from_utf8_lossy(&t.stdout).contains("perf.data"));
-            break;
+    let (name, size) = loop {
+        let listed = board.ssh(&format!(
+            "for f in {caps}/*.kprof.tar.gz; do [ -f \"$f\" ] && echo \"$(wc -c < \"$f\") ${{f##*/}}\"; done; true"
+        ));
+        if let Some((size, name)) = listed.lines().next().and_then(|l| l.split_once(' ')) {
+            break (name.to_owned(), size.parse::<u64>().unwrap());
         }
         assert!(
             Instant::now() < deadline,
             "the capture never appeared in {caps}"
         );
         std::thread::sleep(Duration::from_secs(2));
-    }
+    };
+    let id = name.trim_end_matches(".kprof.tar.gz");
+    let (ok, _, err) =
+        outcome(
+            board
+                .on_board("fetch")
+                .args([id, "--no-report", "--capture-dir", &caps]),
+        );
+    assert!(ok, "{err}");
+    let local = board.work.path().join("kprof-captures").join(&name);
+    assert_eq!(std::fs::metadata(&local).unwrap().len(), size);
+    let t = Command::new("tar").arg("tzf").arg(&local).output().unwrap();
+    assert!(t.status.success() && String::from_utf8_lossy(&t.stdout).contains("perf.data"));
     board.ssh(&format!("rm -rf {caps}"));
 }
 
