@@ -370,6 +370,13 @@ fn board_cut_download_resumes() {
         .trim()
         .parse()
         .unwrap();
+    let name = Path::new(&capture)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    // Only this capture: the board's default dir may hold others from earlier tests.
+    let id = name.trim_end_matches(".kprof.tar.gz").to_owned();
     // The ssh handshake and listing take a few KiB; cut well inside the archive.
     let proxy = CuttingProxy::start(board.port, Some(16 * 1024 + size / 2));
     let via = format!("root@127.0.0.1:{}", proxy.port);
@@ -379,6 +386,7 @@ fn board_cut_download_resumes() {
             .args([
                 "fetch",
                 &via,
+                &id,
                 "--accept-new-host-key",
                 "--no-report",
                 "--capture-dir",
@@ -389,11 +397,6 @@ fn board_cut_download_resumes() {
     );
     assert!(!ok, "the cut download succeeded: {err}");
     assert!(err.contains("again to resume"), "{err}");
-    let name = Path::new(&capture)
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
     let part = board
         .work
         .path()
@@ -405,7 +408,7 @@ fn board_cut_download_resumes() {
         outcome(
             board
                 .on_board("fetch")
-                .args(["--no-report", "--capture-dir", &caps]),
+                .args([&id, "--no-report", "--capture-dir", &caps]),
         );
     assert!(ok, "{err}");
     assert!(
