@@ -52,6 +52,7 @@ board_input_hash() {
     gcc --version | head -n1
     sha256sum "$board_here/build-kernel" "$board_here/kernel-config" "$board_here/qemu-x86_64.cfg" \
       "$kprof_cfg" | cut -d' ' -f1
+    if [ -f "${kprof_cfg%.cfg}-x86.cfg" ]; then sha256sum "${kprof_cfg%.cfg}-x86.cfg" | cut -d' ' -f1; fi
   } | sha256sum | cut -c1-16
 }
 
