@@ -194,12 +194,20 @@ fn report_perfdata_filters_select_samples() {
     let all = json(&["report", p, "--format", "json"]);
     let total = all["events"][0]["samples"].as_u64().unwrap();
     let user = json(&["report", p, "--format", "json", "--user"]);
-    assert!(user["images"].as_array().unwrap().iter().all(|i| i["kernel"] == false));
+    assert!(user["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["kernel"] == false));
     let user_n = user["events"][0]["samples"].as_u64().unwrap();
     let out = kprofctl(&["report", p, "--format", "json", "--kernel"]);
     let kernel_n = if out.status.success() {
         let k: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(k["images"].as_array().unwrap().iter().all(|i| i["kernel"] == true));
+        assert!(k["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["kernel"] == true));
         k["events"][0]["samples"].as_u64().unwrap()
     } else {
         // A run without any kernel sample: the filter leaves nothing, which is an error.
@@ -208,7 +216,11 @@ fn report_perfdata_filters_select_samples() {
     };
     assert_eq!(user_n + kernel_n, total);
     let img = json(&["report", p, "--format", "json", "--image", "hotloop"]);
-    assert!(img["functions"].as_array().unwrap().iter().all(|f| f["image"] == "hotloop"));
+    assert!(img["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["image"] == "hotloop"));
     let comm = json(&["report", p, "--format", "json", "--comm", "hotloop"]);
     assert_eq!(comm["functions"][0]["symbol"], "hot_loop");
     let out = kprofctl(&["report", p, "--comm", "no-such-comm"]);
