@@ -11,7 +11,7 @@ LICENSE = "MIT | Apache-2.0"
 LIC_FILES_CHKSUM = "file://Cargo.toml;beginline=9;endline=9;md5=86b31c7756a1a7962f28b62856ed4f05"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
-SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
+SRCREV = "48e934b9435d9dcc97d7ddee75b49bd2b2cfc94d"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof"

@@ -8,7 +8,7 @@ LICENSE = "GPL-2.0-only"
 LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f74c12a4bdbcfcfe61"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
-SRCREV = "0d1601fe542a1086ed4f3479969467263fc8886f"
+SRCREV = "48e934b9435d9dcc97d7ddee75b49bd2b2cfc94d"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv"
