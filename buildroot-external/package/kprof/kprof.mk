@@ -11,7 +11,7 @@ KPROF_SITE = $(BR2_EXTERNAL_KPROF_PATH)/..
 KPROF_SITE_METHOD = local
 KPROF_SUBDIR = agent
 KPROF_LICENSE = MIT or Apache-2.0
-KPROF_LICENSE_FILES = $(notdir $(wildcard $(KPROF_SITE)/LICENSE-*))
+KPROF_LICENSE_FILES = LICENSE-APACHE LICENSE-MIT
 # Host build outputs and captures of a developer checkout are no source.
 KPROF_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
 	--exclude /target --exclude /target-* --exclude /kprof-captures \

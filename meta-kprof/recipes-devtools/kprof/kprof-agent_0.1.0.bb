@@ -7,8 +7,9 @@ HOMEPAGE = "https://github.com/kprof/kprof"
 BUGTRACKER = "https://github.com/kprof/kprof/issues"
 SECTION = "devel"
 LICENSE = "MIT | Apache-2.0"
-# The workspace manifest states the licence of every crate of the repository.
-LIC_FILES_CHKSUM = "file://Cargo.toml;beginline=9;endline=9;md5=86b31c7756a1a7962f28b62856ed4f05"
+# Dual-licensed like the Rust ecosystem: both licence texts sit at the repository top.
+LIC_FILES_CHKSUM = "file://LICENSE-APACHE;md5=22a53954e4e0ec258dfce4391e905dac \
+                    file://LICENSE-MIT;md5=faa355e0cab4191e1e09a7811d03b111"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 SRCREV = "48e934b9435d9dcc97d7ddee75b49bd2b2cfc94d"
