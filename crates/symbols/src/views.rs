@@ -214,8 +214,53 @@ pub struct CallNode {
     pub function: usize,
     /// Samples (of the chosen event) through this path.
     pub samples: u64,
+    /// Source positions in this function that the path went through (for callers: the call
+    /// sites; for callees: where the callee was when sampled), most samples first.
+    pub sites: Vec<Site>,
     /// Children, most samples first.
     pub children: Vec<CallNode>,
+}
+
+/// A source position of a call tree node and the samples that passed through it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub file: String,
+    pub line: u32,
+    pub samples: u64,
+}
+
+impl CallNode {
+    fn new(function: usize) -> Self {
+        CallNode {
+            function,
+            samples: 0,
+            sites: Vec::new(),
+            children: Vec::new(),
+        }
+    }
+
+    fn count_site(&mut self, frame: &crate::profile::Frame, n: u64) {
+        let (Some(file), Some(line)) = (&frame.file, frame.line) else {
+            return;
+        };
+        match self
+            .sites
+            .iter_mut()
+            .find(|s| s.line == line && &s.file == file)
+        {
+            Some(s) => s.samples += n,
+            None => self.sites.push(Site {
+                file: file.clone(),
+                line,
+                samples: n,
+            }),
+        }
+    }
+
+    /// The position most samples went through, falling back to none.
+    pub fn top_site(&self) -> Option<&Site> {
+        self.sites.first()
+    }
 }
 
 /// Direction of a call tree.
@@ -236,31 +281,31 @@ pub fn call_tree(
     event: usize,
     dir: Direction,
 ) -> CallNode {
-    let mut root = CallNode {
-        function: targets.first().copied().unwrap_or(0),
-        samples: 0,
-        children: Vec::new(),
-    };
+    let mut root = CallNode::new(targets.first().copied().unwrap_or(0));
     for s in p.stacks.iter().filter(|s| f.keeps(p, s)) {
         let n = s.counts.get(event).copied().unwrap_or(0);
         if n == 0 {
             continue;
         }
-        let funcs: Vec<usize> = s.frames.iter().map(|fr| p.frames[*fr].function).collect();
+        let func_of = |fr: &usize| p.frames[*fr].function;
         let path: Vec<usize> = match dir {
-            Direction::Callers => match funcs.iter().position(|x| targets.contains(x)) {
-                Some(i) => funcs[i + 1..].to_vec(),
+            Direction::Callers => match s.frames.iter().position(|x| targets.contains(&func_of(x)))
+            {
+                Some(i) => s.frames[i + 1..].to_vec(),
                 None => continue,
             },
-            Direction::Callees => match funcs.iter().rposition(|x| targets.contains(x)) {
-                Some(i) => funcs[..i].iter().rev().copied().collect(),
-                None => continue,
-            },
+            Direction::Callees => {
+                match s.frames.iter().rposition(|x| targets.contains(&func_of(x))) {
+                    Some(i) => s.frames[..i].iter().rev().copied().collect(),
+                    None => continue,
+                }
+            }
         };
         root.samples += n;
         let mut node = &mut root;
         let mut prev = node.function;
-        for func in path {
+        for fr in path {
+            let func = func_of(&fr);
             // Inline expansion repeats a function for consecutive frames of one address.
             if func == prev {
                 continue;
@@ -269,16 +314,13 @@ pub fn call_tree(
             let i = match node.children.iter().position(|c| c.function == func) {
                 Some(i) => i,
                 None => {
-                    node.children.push(CallNode {
-                        function: func,
-                        samples: 0,
-                        children: Vec::new(),
-                    });
+                    node.children.push(CallNode::new(func));
                     node.children.len() - 1
                 }
             };
             node = &mut node.children[i];
             node.samples += n;
+            node.count_site(&p.frames[fr], n);
         }
     }
     sort_tree(&mut root);
@@ -286,6 +328,8 @@ pub fn call_tree(
 }
 
 fn sort_tree(n: &mut CallNode) {
+    n.sites
+        .sort_by(|a, b| b.samples.cmp(&a.samples).then(a.line.cmp(&b.line)));
     n.children
         .sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
     for c in &mut n.children {
@@ -296,4 +340,77 @@ fn sort_tree(n: &mut CallNode) {
 /// `A/B` of two events' samples, for `--ratio`.
 pub fn ratio(a: u64, b: u64) -> Option<f64> {
     (b != 0).then(|| a as f64 / b as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Event, Frame, Function, Image, Stack, SymbolSource, Thread};
+
+    fn frame(function: usize, line: u32) -> Frame {
+        Frame {
+            function,
+            address: 0x1000 + u64::from(line),
+            file: Some("drv.c".into()),
+            line: Some(line),
+            inlined: false,
+        }
+    }
+
+    /// A callers tree names each caller's busiest call site, across distinct stacks.
+    #[test]
+    fn call_tree_callers_records_call_sites() {
+        let image = Image {
+            name: "drv.ko".into(),
+            recorded_path: "[drv]".into(),
+            build_id: None,
+            kernel: true,
+            symbols: SymbolSource::Kallsyms,
+        };
+        let func = |name: &str| Function {
+            image: 0,
+            name: Some(name.into()),
+            start: 0,
+            size: None,
+            file: None,
+            line: None,
+        };
+        let p = Profile {
+            events: vec![Event {
+                name: "cpu-clock".into(),
+                total_samples: 5,
+                total_period: 5,
+            }],
+            images: vec![image],
+            functions: vec![func("hot"), func("caller")],
+            // hot at line 3; the caller at line 10 (3 samples) and line 12 (2 samples).
+            frames: vec![frame(0, 3), frame(1, 10), frame(1, 12)],
+            threads: vec![Thread {
+                pid: 1,
+                tid: 1,
+                comm: "sh".into(),
+            }],
+            stacks: vec![
+                Stack {
+                    frames: vec![0, 1],
+                    thread: 0,
+                    counts: vec![3],
+                },
+                Stack {
+                    frames: vec![0, 2],
+                    thread: 0,
+                    counts: vec![2],
+                },
+            ],
+            warnings: Vec::new(),
+            meta: Default::default(),
+        };
+        let tree = call_tree(&p, &Filter::default(), &[0], 0, Direction::Callers);
+        assert_eq!(tree.samples, 5);
+        let caller = &tree.children[0];
+        assert_eq!((caller.function, caller.samples), (1, 5));
+        let sites: Vec<(u32, u64)> = caller.sites.iter().map(|s| (s.line, s.samples)).collect();
+        assert_eq!(sites, vec![(10, 3), (12, 2)]);
+        assert_eq!(caller.top_site().map(|s| s.line), Some(10));
+    }
 }

@@ -159,6 +159,11 @@ pub fn write_tree(
         v["samples"] = json!(n.samples);
         v["percent"] = json!(pct(n.samples, total));
         v["kernel"] = json!(p.images[p.functions[n.function].image].kernel);
+        v["sites"] = n
+            .sites
+            .iter()
+            .map(|s| json!({"file": s.file, "line": s.line, "samples": s.samples}))
+            .collect();
         v["children"] = n.children.iter().map(|c| node(p, c, total)).collect();
         v
     }

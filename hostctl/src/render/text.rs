@@ -184,9 +184,13 @@ pub fn write_tree(
         for c in &n.children {
             let img = &p.images[p.functions[c.function].image];
             let boundary = if img.kernel { " [k]" } else { "" };
+            let site = c
+                .top_site()
+                .map(|s| format!("  {}:{}", s.file, s.line))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "{:indent$}{:>6.2}% {:>10}  {} ({}){boundary}",
+                "{:indent$}{:>6.2}% {:>10}  {} ({}){boundary}{site}",
                 "",
                 pct(c.samples, total),
                 c.samples,
