@@ -17,6 +17,9 @@ pub struct Filter {
     pub comm: Option<String>,
     /// Only this process (or thread) id.
     pub pid: Option<i32>,
+    /// Leave out the CPUs' idle loop (pid 0, `swapper`): on a board that is mostly waiting it
+    /// otherwise tops every system-wide profile.
+    pub hide_idle: bool,
 }
 
 impl Filter {
@@ -27,6 +30,9 @@ impl Filter {
             return false;
         }
         if self.pid.is_some_and(|pid| pid != t.pid && pid != t.tid) {
+            return false;
+        }
+        if self.hide_idle && t.pid == 0 {
             return false;
         }
         let leaf = s
@@ -405,6 +411,14 @@ mod tests {
             warnings: Vec::new(),
             meta: Default::default(),
         };
+        let idle_only = Filter {
+            hide_idle: true,
+            ..Filter::default()
+        };
+        let mut idle = p.clone();
+        idle.threads[0].pid = 0;
+        assert_eq!(totals(&idle, &idle_only), vec![0], "pid 0 is the idle loop");
+        assert_eq!(totals(&p, &idle_only), vec![5], "other threads stay");
         let tree = call_tree(&p, &Filter::default(), &[0], 0, Direction::Callers);
         assert_eq!(tree.samples, 5);
         let caller = &tree.children[0];

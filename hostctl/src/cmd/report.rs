@@ -56,6 +56,9 @@ pub struct ReportArgs {
     /// Only this process (or thread) id.
     #[arg(long, value_name = "P")]
     pub pid: Option<i32>,
+    /// Leave out the CPUs' idle loop (pid 0, `swapper`).
+    #[arg(long)]
+    pub no_idle: bool,
     /// Who calls FUNC, as a tree with shares (FUNC or IMAGE:FUNC).
     #[arg(long, value_name = "FUNC", group = "view")]
     pub callers: Option<String>,
@@ -224,6 +227,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         user: args.user,
         comm: args.comm.clone(),
         pid: args.pid,
+        hide_idle: args.no_idle,
     };
     let projected = Loaded {
         profile: project(&views::filtered(&l.profile, &filter), &events),
@@ -328,7 +332,25 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         anyhow::bail!("{}: the capture has no samples", capture.display());
     }
     let mut stdout = std::io::stdout().lock();
-    render::text::write_functions(p, None, 10, &mut stdout)?;
+    // The summary is about what the board was busy with; the HTML and `kprofctl report` keep
+    // the idle loop.
+    let busy = views::filtered(
+        p,
+        &Filter {
+            hide_idle: true,
+            ..Filter::default()
+        },
+    );
+    if busy.stacks.is_empty() || busy.stacks.len() == p.stacks.len() {
+        render::text::write_functions(p, None, 10, &mut stdout)?;
+    } else {
+        render::text::write_functions(&busy, None, 10, &mut stdout)?;
+        writeln!(
+            stdout,
+            "(idle loop left out of this summary; `kprofctl report {}` shows it)",
+            capture.display()
+        )?;
+    }
     let html = PathBuf::from(format!("{}.html", capture.display()));
     let anns = match hottest_function(p) {
         Some(f) => annotate_all(&l, &Filter::default(), &f)?,
