@@ -53,24 +53,7 @@ pub fn gather() -> BoardInfo {
     let uname = procfs::uname();
     let kallsyms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     let modules_text = fs::read_to_string("/proc/modules").unwrap_or_default();
-    let sysctl = [
-        "perf_event_paranoid",
-        "kptr_restrict",
-        "perf_event_max_sample_rate",
-        "perf_event_mlock_kb",
-        "perf_event_max_stack",
-    ]
-    .iter()
-    .filter_map(|k| {
-        Some((
-            k.to_string(),
-            fs::read_to_string(format!("/proc/sys/kernel/{k}"))
-                .ok()?
-                .trim()
-                .to_string(),
-        ))
-    })
-    .collect();
+    let sysctl = procfs::sysctls();
     BoardInfo {
         schema: INFO_SCHEMA.into(),
         version: kprof_capture::MANIFEST_VERSION,

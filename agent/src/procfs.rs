@@ -240,6 +240,24 @@ pub fn kernel_build_id() -> Option<Vec<u8>> {
         .flatten()
 }
 
+/// The kernel settings that decide what perf_event_open may do and see, as recorded in the
+/// manifest and printed by `info`; unreadable ones are left out.
+pub fn sysctls() -> BTreeMap<String, String> {
+    [
+        "perf_event_paranoid",
+        "kptr_restrict",
+        "perf_event_max_sample_rate",
+        "perf_event_mlock_kb",
+        "perf_event_max_stack",
+    ]
+    .iter()
+    .filter_map(|k| {
+        let v = fs::read_to_string(format!("/proc/sys/kernel/{k}")).ok()?;
+        Some((k.to_string(), v.trim().to_string()))
+    })
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! `kprof-agent record`: open the events, synthesize the running system's state, stream the
 //! per-CPU ring buffers into perf.data until told to stop, then seal the capture archive.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
@@ -523,22 +523,6 @@ fn user_build_ids(files: &BTreeSet<Vec<u8>>) -> Vec<BuildIdEntry> {
     out
 }
 
-fn sysctls() -> BTreeMap<String, String> {
-    [
-        "perf_event_paranoid",
-        "kptr_restrict",
-        "perf_event_max_sample_rate",
-        "perf_event_mlock_kb",
-        "perf_event_max_stack",
-    ]
-    .iter()
-    .filter_map(|k| {
-        let v = fs::read_to_string(format!("/proc/sys/kernel/{k}")).ok()?;
-        Some((k.to_string(), v.trim().to_string()))
-    })
-    .collect()
-}
-
 fn warn(msg: impl std::fmt::Display) {
     eprintln!("kprof-agent: {msg}");
 }
@@ -1051,7 +1035,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
             size: perf_size,
             sha256: sha,
         },
-        sysctl: sysctls(),
+        sysctl: procfs::sysctls(),
         mmap_pages: Some(o.mmap_pages as u64),
     };
     let json = serde_json::to_vec_pretty(&m)
