@@ -325,14 +325,10 @@ impl<'a> State<'a> {
                     }
                 }
             }
-            SymbolSource::Mismatch {
-                path,
-                expected,
-                found,
-            } => self.profile.warnings.push(format!(
-                "{name}: {} has build-id {found}, the capture recorded {expected}: not used",
-                path.display()
-            )),
+            SymbolSource::Mismatch { .. } => self
+                .profile
+                .warnings
+                .extend(mismatch_warning(&name, &image.symbols)),
             SymbolSource::Kallsyms => {}
             SymbolSource::Missing { why } if !quiet => self
                 .profile
@@ -427,17 +423,9 @@ impl<'a> State<'a> {
                     }
                     _ => String::new(),
                 };
-                if let SymbolSource::Mismatch {
-                    path,
-                    expected,
-                    found,
-                } = &source
-                {
-                    self.profile.warnings.push(format!(
-                        "vmlinux: {} has build-id {found}, the capture recorded {expected}: not used",
-                        path.display()
-                    ));
-                }
+                self.profile
+                    .warnings
+                    .extend(mismatch_warning("vmlinux", &source));
                 self.profile.warnings.push(format!(
                     "vmlinux: no matching vmlinux ({what}): kernel function names from {}, no source lines",
                     self.kallsyms_origin
@@ -511,17 +499,9 @@ impl<'a> State<'a> {
                 .is_some_and(|k| k.has_owner(&md.name))
         {
             {
-                if let SymbolSource::Mismatch {
-                    path,
-                    expected,
-                    found,
-                } = &source
-                {
-                    self.profile.warnings.push(format!(
-                        "{display}: {} has build-id {found}, the capture recorded {expected}: not used",
-                        path.display()
-                    ));
-                }
+                self.profile
+                    .warnings
+                    .extend(mismatch_warning(&display, &source));
                 let what = match (&file, &source) {
                     (Some(f), _) => {
                         format!("{} has the build-id but is stripped", f.path.display())
@@ -1220,4 +1200,19 @@ fn read_perf_data(
             .push("the capture has no samples".into());
     }
     Ok(())
+}
+
+/// The warning for a symbol file with the right name and another build-id, which is not used.
+fn mismatch_warning(image: &str, source: &SymbolSource) -> Option<String> {
+    match source {
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+        } => Some(format!(
+            "{image}: {} has build-id {found}, the capture recorded {expected}: not used",
+            path.display()
+        )),
+        _ => None,
+    }
 }
