@@ -95,25 +95,60 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
     within("feature table", table)?;
     r.seek(SeekFrom::Start(table.offset))
         .map_err(|e| e.to_string())?;
-    for i in 0..features {
+    let conv = |x: &[u8]| {
+        let a: [u8; 8] = x.try_into().expect("8 bytes");
+        if big_endian {
+            u64::from_be_bytes(a)
+        } else {
+            u64::from_le_bytes(a)
+        }
+    };
+    // Feature sections follow the table in the order of the set bits of the bitmap.
+    let bits = (0..256u32).filter(|&b| u((9 + b / 64) as usize) & (1 << (b % 64)) != 0);
+    let mut sections = Vec::new();
+    for (i, bit) in bits.enumerate() {
         let mut b = [0u8; 16];
         r.read_exact(&mut b).map_err(|e| e.to_string())?;
         let (o, s) = b.split_at(8);
-        let conv = |x: &[u8]| {
-            let a: [u8; 8] = x.try_into().expect("8 bytes");
-            if big_endian {
-                u64::from_be_bytes(a)
-            } else {
-                u64::from_le_bytes(a)
-            }
+        let section = Section {
+            offset: conv(o),
+            size: conv(s),
         };
-        within(
-            &format!("feature #{i}"),
-            Section {
-                offset: conv(o),
-                size: conv(s),
-            },
-        )?;
+        within(&format!("feature #{i}"), section)?;
+        sections.push((bit, section));
+    }
+    for (bit, section) in sections {
+        let what = match bit {
+            FEATURE_CMDLINE => "command line",
+            FEATURE_EVENT_DESC => "event description",
+            _ => continue,
+        };
+        let bytes = read_section(r, section)?;
+        let fits = if bit == FEATURE_CMDLINE {
+            cmdline_fits(&bytes, big_endian)
+        } else {
+            event_desc_fits(&bytes, big_endian)
+        };
+        if fits.is_none() {
+            return Err(format!(
+                "{what} feature section at offset {} has counts or lengths larger than its {} bytes (corrupted)",
+                section.offset, section.size
+            ));
+        }
+    }
+    if event_types.size != 0 {
+        // Old perf: `attr_size` bytes of attr, then a section with that event's ids.
+        let bytes = read_section(r, event_types)?;
+        for entry in bytes.chunks_exact((attr_size + 16) as usize) {
+            let ids = entry.len() - 16;
+            within(
+                "event type ids",
+                Section {
+                    offset: conv(&entry[ids..ids + 8]),
+                    size: conv(&entry[ids + 8..]),
+                },
+            )?;
+        }
     }
     Ok(Header {
         big_endian,
@@ -123,4 +158,56 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
         event_types,
         features,
     })
+}
+
+/// `HEADER_CMDLINE` and `HEADER_EVENT_DESC` in perf's `util/header.h`.
+const FEATURE_CMDLINE: u32 = 11;
+const FEATURE_EVENT_DESC: u32 = 12;
+
+fn read_section(r: &mut (impl Read + Seek), s: Section) -> Result<Vec<u8>, String> {
+    r.seek(SeekFrom::Start(s.offset))
+        .map_err(|e| e.to_string())?;
+    let mut bytes = vec![0; s.size as usize];
+    r.read_exact(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// `linux-perf-data` reserves room for as many strings as the count says, before reading any.
+fn cmdline_fits(b: &[u8], big_endian: bool) -> Option<()> {
+    let nr = u32_at(b, 0, big_endian)?;
+    let mut at = 4usize;
+    for _ in 0..nr {
+        at = at.checked_add(4)?.checked_add(u32_at(b, at, big_endian)?)?;
+    }
+    (at <= b.len()).then_some(())
+}
+
+/// The same for the events and their ids: `struct { u32 nr; u32 attr_size; events[nr] }`.
+fn event_desc_fits(b: &[u8], big_endian: bool) -> Option<()> {
+    let nr = u32_at(b, 0, big_endian)?;
+    let attr_size = u32_at(b, 4, big_endian)?;
+    let mut at = 8usize;
+    for _ in 0..nr {
+        at = at.checked_add(attr_size)?;
+        let ids = u32_at(b, at, big_endian)?;
+        let name = u32_at(b, at.checked_add(4)?, big_endian)?;
+        at = at
+            .checked_add(8)?
+            .checked_add(name)?
+            .checked_add(ids.checked_mul(8)?)?;
+        if at > b.len() {
+            return None;
+        }
+    }
+    Some(())
+}
+
+fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
+    let a: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    let v = if big_endian {
+        u32::from_be_bytes(a)
+    } else {
+        u32::from_le_bytes(a)
+    };
+    usize::try_from(v).ok()
 }

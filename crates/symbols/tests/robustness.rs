@@ -126,3 +126,92 @@ fn read_archive_mutations_no_panic() {
         kprof_symbols::fuzzing::archive(&bytes);
     }
 }
+
+/// `seed_perf()` with one feature section (perf's `HEADER_*` number `bit`) after the data.
+fn with_feature(bit: u32, section: &[u8]) -> Vec<u8> {
+    let mut b = seed_perf();
+    let bitmap = 72 + 8 * (bit / 64) as usize;
+    let word = u64::from_le_bytes(b[bitmap..bitmap + 8].try_into().unwrap()) | 1 << (bit % 64);
+    b[bitmap..bitmap + 8].copy_from_slice(&word.to_le_bytes());
+    let offset = b.len() as u64 + 16;
+    b.extend_from_slice(&offset.to_le_bytes());
+    b.extend_from_slice(&(section.len() as u64).to_le_bytes());
+    b.extend_from_slice(section);
+    b
+}
+
+/// The error from symbolizing `bytes` as a bare perf.data.
+fn symbolize_error(bytes: &[u8]) -> String {
+    let mut f = tempfile::Builder::new().suffix(".data").tempfile().unwrap();
+    f.write_all(bytes).unwrap();
+    let opts = kprof_symbols::Options {
+        symbol_paths: Vec::new(),
+        index_store: None,
+        system_paths: false,
+        host_files: false,
+        source_prefix: Vec::new(),
+    };
+    let mut s = kprof_symbols::Symbolizer::new(opts, &mut |_| {}).unwrap();
+    let cap = kprof_symbols::Capture::open(f.path()).unwrap();
+    let err = s.symbolize(&cap, &mut |_| {}).unwrap_err().to_string();
+    assert!(err.contains(&*f.path().to_string_lossy()), "{err}");
+    err
+}
+
+/// An EVENT_DESC claiming 2^32-1 events in 8 bytes is an error, not a 700 GB allocation
+/// (found by the perf_data fuzzer).
+#[test]
+fn read_perfdata_event_desc_huge_count_error() {
+    let mut desc = u32::MAX.to_le_bytes().to_vec();
+    desc.extend_from_slice(&128u32.to_le_bytes());
+    let err = symbolize_error(&with_feature(12, &desc));
+    assert!(err.contains("event description feature section"), "{err}");
+}
+
+/// An EVENT_DESC event with 2^32-1 ids or a 4 GB name in a short section is an error.
+#[test]
+fn read_perfdata_event_desc_huge_ids_error() {
+    for (ids, name) in [(u32::MAX, 0u32), (0, u32::MAX)] {
+        let mut desc = 1u32.to_le_bytes().to_vec();
+        desc.extend_from_slice(&8u32.to_le_bytes());
+        desc.extend_from_slice(&[0; 8]);
+        desc.extend_from_slice(&ids.to_le_bytes());
+        desc.extend_from_slice(&name.to_le_bytes());
+        let err = symbolize_error(&with_feature(12, &desc));
+        assert!(err.contains("event description feature section"), "{err}");
+    }
+}
+
+/// A CMDLINE claiming 2^32-1 arguments in 4 bytes is an error, not a 64 GB allocation.
+#[test]
+fn read_perfdata_cmdline_huge_count_error() {
+    let err = symbolize_error(&with_feature(11, &u32::MAX.to_le_bytes()));
+    assert!(err.contains("command line feature section"), "{err}");
+}
+
+/// An old-style event_types entry whose id list lies past the end of the file is an error.
+#[test]
+fn read_perfdata_event_type_ids_past_end_error() {
+    let mut b = seed_perf();
+    // One entry: the attr padded to the header's attr_size (144), then its ids section.
+    let mut entry = b[104..248].to_vec();
+    entry.extend_from_slice(&8u64.to_le_bytes());
+    entry.extend_from_slice(&(1u64 << 62).to_le_bytes());
+    let offset = b.len() as u64;
+    b[56..64].copy_from_slice(&offset.to_le_bytes());
+    b[64..72].copy_from_slice(&(entry.len() as u64).to_le_bytes());
+    b.extend_from_slice(&entry);
+    let err = symbolize_error(&b);
+    assert!(err.contains("event type ids section"), "{err}");
+}
+
+/// A well-formed CMDLINE and EVENT_DESC still read.
+#[test]
+fn read_perfdata_valid_features_ok() {
+    let mut cmdline = 1u32.to_le_bytes().to_vec();
+    cmdline.extend_from_slice(&4u32.to_le_bytes());
+    cmdline.extend_from_slice(b"ls\0\0");
+    let b = with_feature(11, &cmdline);
+    let header = kprof_symbols::perf_header::check(&mut std::io::Cursor::new(&b), b.len() as u64);
+    assert!(header.is_ok(), "{header:?}");
+}
