@@ -881,14 +881,22 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
 }
 
 /// Whether a SAMPLE record's call chain length fits in the record; the parser multiplies it
-/// unchecked. Records with a READ group (variable layout) are left to the parser.
+/// unchecked. The READ block before it is walked the way the parser reads it.
 fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>) -> bool {
-    use linux_perf_data::linux_perf_event_reader::SampleFormat as F;
+    use linux_perf_data::linux_perf_event_reader::{ReadFormat as R, SampleFormat as F};
     let f = record.parse_info.sample_format;
-    if !f.contains(F::CALLCHAIN) || f.contains(F::READ) {
+    if !f.contains(F::CALLCHAIN) {
         return true;
     }
-    let before = [
+    let data = record.data.as_slice();
+    let u64_at = |at: usize| -> Option<u64> {
+        let b: [u8; 8] = data.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(match record.parse_info.endian {
+            linux_perf_data::Endianness::LittleEndian => u64::from_le_bytes(b),
+            linux_perf_data::Endianness::BigEndian => u64::from_be_bytes(b),
+        })
+    };
+    let mut at = [
         F::IDENTIFIER,
         F::IP,
         F::TID,
@@ -903,16 +911,34 @@ fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRec
     .filter(|x| f.contains(**x))
     .count()
         * 8;
-    let data = record.data.as_slice();
-    let Some(nr) = data.get(before..before + 8) else {
+    if f.contains(F::READ) {
+        let r = record.parse_info.read_format;
+        let times = [R::TOTAL_TIME_ENABLED, R::TOTAL_TIME_RUNNING]
+            .iter()
+            .filter(|x| r.contains(**x))
+            .count()
+            * 8;
+        let id = if r.contains(R::ID) { 8 } else { 0 };
+        if r.contains(R::GROUP) {
+            at += 8 + times + id;
+        } else {
+            let Some(nr) = u64_at(at) else {
+                return false;
+            };
+            let values = usize::try_from(nr)
+                .ok()
+                .and_then(|nr| nr.checked_mul(8 + id))
+                .and_then(|v| v.checked_add(at + 8 + times));
+            match values {
+                Some(end) if end <= data.len() => at = end,
+                _ => return false,
+            }
+        }
+    }
+    let Some(nr) = u64_at(at) else {
         return false;
     };
-    let nr: [u8; 8] = nr.try_into().expect("8 bytes");
-    let nr = match record.parse_info.endian {
-        linux_perf_data::Endianness::LittleEndian => u64::from_le_bytes(nr),
-        linux_perf_data::Endianness::BigEndian => u64::from_be_bytes(nr),
-    };
-    let room = (data.len() - before - 8) as u64 / 8;
+    let room = (data.len() - at - 8) as u64 / 8;
     nr <= room
 }
 

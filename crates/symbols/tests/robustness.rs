@@ -158,7 +158,7 @@ fn symbolize_error(bytes: &[u8]) -> String {
     err
 }
 
-/// An EVENT_DESC claiming 2^32-1 events in 8 bytes is an error, not a 700 GB allocation
+/// An EVENT_DESC claiming 2^32-1 events in 8 bytes is an error, not a huge allocation
 /// (found by the perf_data fuzzer).
 #[test]
 fn read_perfdata_event_desc_huge_count_error() {
@@ -203,6 +203,22 @@ fn read_perfdata_event_type_ids_past_end_error() {
     b.extend_from_slice(&entry);
     let err = symbolize_error(&b);
     assert!(err.contains("event type ids section"), "{err}");
+}
+
+/// A sample with a READ block whose call chain length overflows when multiplied by 8 is a
+/// damaged record found before the parser sees it (found by the perf_data fuzzer).
+#[test]
+fn read_perfdata_read_format_callchain_overflow_error() {
+    let mut b = seed_perf();
+    let sample_type = 104 + 24;
+    let t = u64::from_le_bytes(b[sample_type..sample_type + 8].try_into().unwrap());
+    b[sample_type..sample_type + 8].copy_from_slice(&(t | 16).to_le_bytes()); // PERF_SAMPLE_READ
+                                                                              // First sample: IP, TID, TIME, PERIOD, then an empty READ block where the call chain
+                                                                              // count was, so the call chain length is the next word, the context marker 2^64-512.
+    let nr = 248 + 8 + 32;
+    b[nr..nr + 8].copy_from_slice(&0u64.to_le_bytes());
+    let err = symbolize_error(&b);
+    assert!(err.contains("call chain longer than its record"), "{err}");
 }
 
 /// A well-formed CMDLINE and EVENT_DESC still read.
