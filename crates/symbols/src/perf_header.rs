@@ -3,7 +3,7 @@
 //! `linux-perf-data` allocates whatever a section header says, so a corrupted size would
 //! abort the process with an allocation failure instead of giving an error.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 
 /// `struct perf_file_header` is 104 bytes since perf 3.x.
 const HEADER_SIZE: u64 = 104;
@@ -150,6 +150,7 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
             )?;
         }
     }
+    check_auxtrace(r, data, big_endian)?;
     Ok(Header {
         big_endian,
         attr_size,
@@ -210,4 +211,61 @@ fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
         u32::from_le_bytes(a)
     };
     usize::try_from(v).ok()
+}
+
+/// `PERF_RECORD_AUXTRACE`: the first u64 of its body is the number of trace bytes that follow
+/// the record, and linux-perf-data sizes a buffer to it before reading them.
+const RECORD_AUXTRACE: u32 = 71;
+
+/// Walks the record headers of the data section (one sequential read) so that an AUXTRACE
+/// record claiming more trace data than the section holds is an error, not an abort.
+fn check_auxtrace(
+    r: &mut (impl Read + Seek),
+    data: Section,
+    big_endian: bool,
+) -> Result<(), String> {
+    r.seek(SeekFrom::Start(data.offset))
+        .map_err(|e| e.to_string())?;
+    let mut r = BufReader::with_capacity(1 << 16, r);
+    let end = data.offset + data.size;
+    let mut at = data.offset;
+    let mut h = [0u8; 16];
+    while at + 8 <= end {
+        r.read_exact(&mut h[..8]).map_err(|e| e.to_string())?;
+        let ty = u32_at(&h, 0, big_endian).expect("4 bytes") as u32;
+        let s: [u8; 2] = h[6..8].try_into().expect("2 bytes");
+        let size = u64::from(if big_endian {
+            u16::from_be_bytes(s)
+        } else {
+            u16::from_le_bytes(s)
+        });
+        if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
+            // Shorter than its own header or body: the reader reports these itself.
+            return Ok(());
+        }
+        let mut skip = size - 8;
+        if ty == RECORD_AUXTRACE {
+            r.read_exact(&mut h[8..16]).map_err(|e| e.to_string())?;
+            let b: [u8; 8] = h[8..16].try_into().expect("8 bytes");
+            let aux = if big_endian {
+                u64::from_be_bytes(b)
+            } else {
+                u64::from_le_bytes(b)
+            };
+            if at
+                .checked_add(size)
+                .and_then(|e| e.checked_add(aux))
+                .is_none_or(|e| e > end)
+            {
+                return Err(format!(
+                    "AUXTRACE record at offset {at} claims {aux} bytes of trace data, past the end of the data section (corrupted)"
+                ));
+            }
+            skip = size - 16 + aux;
+            at += aux;
+        }
+        r.seek_relative(skip as i64).map_err(|e| e.to_string())?;
+        at += size;
+    }
+    Ok(())
 }

@@ -221,6 +221,25 @@ fn read_perfdata_read_format_callchain_overflow_error() {
     assert!(err.contains("call chain longer than its record"), "{err}");
 }
 
+/// An AUXTRACE record claiming 2^46 bytes of trace data after it is an error, not an
+/// allocation of that size (found by the perf_data fuzzer).
+#[test]
+fn read_perfdata_auxtrace_huge_size_error() {
+    let mut b = seed_perf();
+    let mut rec = 71u32.to_le_bytes().to_vec(); // PERF_RECORD_AUXTRACE
+    rec.extend_from_slice(&0u16.to_le_bytes());
+    rec.extend_from_slice(&48u16.to_le_bytes());
+    rec.extend_from_slice(&(1u64 << 46).to_le_bytes()); // size of the trace data
+    rec.extend_from_slice(&[0; 32]); // offset, reference, idx, tid, cpu, reserved
+    let data_size = u64::from_le_bytes(b[48..56].try_into().unwrap()) + 8 + rec.len() as u64;
+    b[48..56].copy_from_slice(&data_size.to_le_bytes());
+    // Behind a header-only FINISHED_ROUND record, which the check must step over.
+    b.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
+    b.extend_from_slice(&rec);
+    let err = symbolize_error(&b);
+    assert!(err.contains("AUXTRACE record"), "{err}");
+}
+
 /// A well-formed CMDLINE and EVENT_DESC still read.
 #[test]
 fn read_perfdata_valid_features_ok() {
