@@ -14,8 +14,46 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// DWARF reader type: sections copied (and for modules relocated) into reference-counted buffers.
-pub type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+/// DWARF reader type: sections read in place from the mapped file, or, when compressed or
+/// relocated (modules), from a reference-counted buffer.
+pub type Reader = gimli::EndianReader<gimli::RunTimeEndian, SectionBytes>;
+
+/// The bytes of one DWARF section.
+#[derive(Clone)]
+pub enum SectionBytes {
+    /// A range of a mapped file: uncompressed sections are not copied, which halves the
+    /// memory a large debug file costs.
+    Mapped {
+        map: Rc<memmap2::Mmap>,
+        start: usize,
+        len: usize,
+    },
+    /// Decompressed or relocated contents.
+    Owned(Rc<[u8]>),
+}
+
+impl std::fmt::Debug for SectionBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SectionBytes({} bytes)", self.len())
+    }
+}
+
+impl std::ops::Deref for SectionBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Mapped { map, start, len } => &map[*start..*start + *len],
+            Self::Owned(b) => b,
+        }
+    }
+}
+
+// SAFETY: the bytes live in an `Rc`-owned mapping or buffer that is never moved, resized or
+// unmapped while any clone of this value exists, so the slice address is stable across moves
+// and clones.
+unsafe impl gimli::StableDeref for SectionBytes {}
+// SAFETY: as above; a clone shares the same `Rc` and so points at the same bytes.
+unsafe impl gimli::CloneStableDeref for SectionBytes {}
 
 /// Section name → load address, for relocatable modules.
 pub type Placement = HashMap<String, u64>;
@@ -169,11 +207,13 @@ impl SymbolFile {
         }
 
         let mut symbols = collect_symbols(&obj, &section_addr);
-        let debug_map;
+        let debug_map = match debug {
+            Some(d) => Rc::new(map_file(d)?),
+            None => map.clone(),
+        };
         let debug_obj;
         let dwarf_obj = match debug {
             Some(d) => {
-                debug_map = map_file(d)?;
                 debug_obj =
                     object::File::parse(&debug_map[..]).map_err(|e| bad(d, e.to_string()))?;
                 if symbols.is_empty() {
@@ -195,7 +235,7 @@ impl SymbolFile {
         let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
         let dwarf = if dwarf_obj.section_by_name(".debug_info").is_some() {
             let sec_addr = section_addresses(dwarf_obj, placement);
-            let d = load_dwarf(dwarf_obj, relocatable.then_some(&sec_addr))
+            let d = load_dwarf(dwarf_obj, &debug_map, relocatable.then_some(&sec_addr))
                 .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?;
             Some(
                 addr2line::Context::from_dwarf(d)
@@ -457,6 +497,7 @@ fn finish_symbols(syms: &mut Vec<Sym>) {
 /// section addresses in `reloc`.
 fn load_dwarf(
     obj: &object::File<'_>,
+    map: &Rc<memmap2::Mmap>,
     reloc: Option<&HashMap<SectionIndex, Option<u64>>>,
 ) -> std::result::Result<gimli::Dwarf<Reader>, String> {
     let endian = if obj.is_little_endian() {
@@ -466,7 +507,7 @@ fn load_dwarf(
     };
     let load = |id: gimli::SectionId| -> std::result::Result<Reader, String> {
         let Some(sec) = obj.section_by_name(id.name()) else {
-            return Ok(Reader::new(Rc::from(&[][..]), endian));
+            return Ok(Reader::new(SectionBytes::Owned(Rc::from(&[][..])), endian));
         };
         let data: Cow<'_, [u8]> = sec
             .uncompressed_data()
@@ -475,7 +516,18 @@ fn load_dwarf(
             Some(addrs) => Cow::Owned(relocate(obj, &sec, data.into_owned(), addrs)?),
             None => data,
         };
-        Ok(Reader::new(Rc::from(&data[..]), endian))
+        let bytes = match data {
+            Cow::Borrowed(b) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
+                Some(start) if start + b.len() <= map.len() => SectionBytes::Mapped {
+                    map: map.clone(),
+                    start,
+                    len: b.len(),
+                },
+                _ => SectionBytes::Owned(Rc::from(b)),
+            },
+            Cow::Owned(v) => SectionBytes::Owned(v.into()),
+        };
+        Ok(Reader::new(bytes, endian))
     };
     gimli::Dwarf::load(load)
 }
