@@ -58,6 +58,9 @@ unsafe impl gimli::CloneStableDeref for SectionBytes {}
 /// Section name → load address, for relocatable modules.
 pub type Placement = HashMap<String, u64>;
 
+/// Names the kernel's module_init()/module_exit() macros give the driver's own functions.
+const MODULE_ENTRY_ALIASES: &[&str] = &["init_module", "cleanup_module"];
+
 /// Symbols kept by name whatever else is at their address.
 const ANCHORS: &[&str] = &["_text", "_stext"];
 
@@ -74,6 +77,9 @@ struct Sym {
     start: u64,
     size: u64,
     name: String,
+    /// ELF binding STB_WEAK / STB_GLOBAL: which alias of an address names it.
+    weak: bool,
+    global: bool,
 }
 
 /// An executable section: where its bytes are in the file and where they are in memory.
@@ -216,9 +222,14 @@ impl SymbolFile {
             Some(d) => {
                 debug_obj =
                     object::File::parse(&debug_map[..]).map_err(|e| bad(d, e.to_string()))?;
-                if symbols.is_empty() {
-                    symbols =
+                // A stripped file keeps only .dynsym, a handful of exported names; the split
+                // debug file's .symtab has them all, as perf also prefers it.
+                if !has_symtab(&obj) || symbols.is_empty() {
+                    let full =
                         collect_symbols(&debug_obj, &section_addresses(&debug_obj, placement));
+                    if !full.is_empty() {
+                        symbols = full;
+                    }
                 }
                 &debug_obj
             }
@@ -375,12 +386,15 @@ impl SymbolFile {
         let last = out.last_mut().expect("one frame");
         last.inlined = false;
         if let Some((name, start, size)) = sym {
-            // The symbol table names the function as perf does (`foo.isra.0`); DWARF names the
-            // inlined ones, and picks among aliases of one address the one the source uses.
+            // The symbol table names the function as perf does (`foo.isra.0`, and among
+            // aliases perf's pick); DWARF names the inlined ones. Exception: the aliases that
+            // module_init()/module_exit() create are replaced by the name in the source.
             let dwarf_alias = last.name.take().filter(|d| {
-                self.aliases
-                    .get(&start)
-                    .is_some_and(|names| names.iter().any(|n| n == d))
+                MODULE_ENTRY_ALIASES.contains(&name)
+                    && self
+                        .aliases
+                        .get(&start)
+                        .is_some_and(|names| names.iter().any(|n| n == d))
             });
             last.name = Some(dwarf_alias.unwrap_or_else(|| demangle(name)));
             last.func_start = Some(start);
@@ -455,10 +469,16 @@ fn collect_symbols(
                 _ => return,
             }
         };
+        let binding = match sym.flags() {
+            object::SymbolFlags::Elf { st_info, .. } => st_info >> 4,
+            _ => object::elf::STB_GLOBAL,
+        };
         syms.push(Sym {
             start,
             size: sym.size(),
             name: name.to_string(),
+            weak: binding == object::elf::STB_WEAK,
+            global: binding == object::elf::STB_GLOBAL,
         });
     };
     for s in obj.symbols() {
@@ -472,6 +492,11 @@ fn collect_symbols(
     syms
 }
 
+/// Whether the file has a .symtab with entries (a stripped one has only .dynsym).
+fn has_symtab(obj: &object::File<'_>) -> bool {
+    obj.symbols().next().is_some()
+}
+
 fn aliases_of(syms: &[Sym]) -> HashMap<u64, Vec<String>> {
     let mut by_addr: HashMap<u64, Vec<String>> = HashMap::new();
     for s in syms {
@@ -482,8 +507,19 @@ fn aliases_of(syms: &[Sym]) -> HashMap<u64, Vec<String>> {
 }
 
 fn finish_symbols(syms: &mut Vec<Sym>) {
-    // Prefer sized symbols over aliases without size at the same address.
-    syms.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+    // Of the aliases at one address keep the one `perf report` names it by (perf's
+    // choose_best_symbol): sized, not weak, global, fewest leading underscores, longest name,
+    // then the first in the table — so that both tools agree (`memmove`, not `memcpy`).
+    syms.sort_by_key(|s| {
+        (
+            s.start,
+            s.size == 0,
+            s.weak,
+            !s.global,
+            s.name.bytes().take_while(|b| *b == b'_').count(),
+            std::cmp::Reverse(s.name.len()),
+        )
+    });
     syms.dedup_by_key(|s| s.start);
     for i in 0..syms.len() {
         if syms[i].size == 0 {
