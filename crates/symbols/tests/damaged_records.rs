@@ -4,7 +4,6 @@
 mod common;
 
 use common::perfdata::{self, Sample};
-use kprof_symbols::{Capture, Options, Symbolizer};
 
 fn samples() -> Vec<Sample> {
     (0..32)
@@ -51,17 +50,7 @@ fn symbolize_perfdata_record_past_section_flagged() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("perf.data");
     std::fs::write(&path, &bytes).unwrap();
-    let opts = Options {
-        symbol_paths: vec![],
-        index_store: None,
-        system_paths: false,
-        host_files: false,
-        source_prefix: vec![],
-    };
-    let mut s = Symbolizer::new(opts, &mut |_| {}).unwrap();
-    let p = s
-        .symbolize(&Capture::open(&path).unwrap(), &mut |_| {})
-        .unwrap();
+    let (p, _) = common::symbolize(&path, &[]);
     let samples: u64 = p.stacks.iter().flat_map(|s| &s.counts).sum();
     assert!(
         samples > 0 && samples < 32,
