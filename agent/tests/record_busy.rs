@@ -19,23 +19,12 @@ struct Capture {
 fn capture() -> &'static Capture {
     static C: OnceLock<Capture> = OnceLock::new();
     C.get_or_init(|| {
-        require_root();
-        let dir = scratch("busy");
-        let busy = build_c("busy", &dir);
-        let out_dir = dir.join("captures");
-        let out = run_agent(&[
-            "record",
-            "-e",
-            "cpu-clock",
-            "-F",
-            "4000",
-            "-g",
-            "-o",
-            out_dir.to_str().unwrap(),
-            "--",
-            busy.to_str().unwrap(),
-            "50",
-        ]);
+        let (dir, busy) = workload("busy", "busy");
+        let out = record(
+            CPU_CLOCK_4K_CALLCHAINS,
+            &dir.join("captures"),
+            &[busy.to_str().unwrap(), "50"],
+        );
         let archive = archive_of(&out);
         let unpacked = unpack(&archive, &dir);
         Capture {

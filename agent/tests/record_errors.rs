@@ -81,13 +81,7 @@ fn record_cli_bad_input_fails_cleanly() {
     let file = base.join("plain-file");
     std::fs::write(&file, "x").unwrap();
     let under_file = file.join("caps");
-    let out = run_agent(&[
-        "record",
-        "--duration",
-        "1",
-        "-o",
-        under_file.to_str().unwrap(),
-    ]);
+    let out = record(&["--duration", "1"], &under_file, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success()

@@ -11,23 +11,12 @@ const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
 /// read(2) from /dev/zero: kernel samples name kernel functions and their chains reach the program.
 #[test]
 fn record_perfdata_kernel_heavy_callchains_cross_into_user() {
-    require_root();
-    let dir = scratch("kernel");
-    let prog = build_c("syscalls", &dir);
-    let out_dir = dir.join("captures");
-    let out = run_agent(&[
-        "record",
-        "-e",
-        "cpu-clock",
-        "-F",
-        "4000",
-        "-g",
-        "-o",
-        out_dir.to_str().unwrap(),
-        "--",
-        prog.to_str().unwrap(),
-        "2",
-    ]);
+    let (dir, prog) = workload("kernel", "syscalls");
+    let out = record(
+        CPU_CLOCK_4K_CALLCHAINS,
+        &dir.join("captures"),
+        &[prog.to_str().unwrap(), "2"],
+    );
     let unpacked = unpack(&archive_of(&out), &dir);
     let m = manifest(&unpacked);
     let pid = m.command.as_ref().unwrap().pid.unwrap();

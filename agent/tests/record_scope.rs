@@ -10,22 +10,12 @@ use common::*;
 /// counts equal what perf.data holds for each.
 #[test]
 fn record_perfdata_two_events_attributed() {
-    require_root();
-    let dir = scratch("events");
-    let busy = build_c("busy", &dir);
-    let caps = dir.join("caps");
-    let out = run_agent(&[
-        "record",
-        "-e",
-        "cpu-clock,page-faults/period=1/",
-        "-F",
-        "2000",
-        "-o",
-        caps.to_str().unwrap(),
-        "--",
-        busy.to_str().unwrap(),
-        "10",
-    ]);
+    let (dir, busy) = workload("events", "busy");
+    let out = record(
+        &["-e", "cpu-clock,page-faults/period=1/", "-F", "2000"],
+        &dir.join("caps"),
+        &[busy.to_str().unwrap(), "10"],
+    );
     let unpacked = unpack(&archive_of(&out), &dir);
     let m = manifest(&unpacked);
     let parsed = parse_perf_data(&unpacked.join("perf.data"));
@@ -63,21 +53,11 @@ fn record_perfdata_two_events_attributed() {
 /// `-p PID` samples only that process and stops when it exits; `-C` limits the CPUs.
 #[test]
 fn record_perfdata_pid_and_cpu_scope() {
-    require_root();
-    let dir = scratch("scope");
-    let busy = build_c("busy", &dir);
+    let (dir, busy) = workload("scope", "busy");
     let caps = dir.join("caps");
     let mut child = Command::new(&busy).arg("60").spawn().unwrap();
     let pid = child.id() as i32;
-    let out = run_agent(&[
-        "record",
-        "-p",
-        &pid.to_string(),
-        "-e",
-        "cpu-clock",
-        "-o",
-        caps.to_str().unwrap(),
-    ]);
+    let out = record(&["-p", &pid.to_string(), "-e", "cpu-clock"], &caps, &[]);
     let _ = child.wait();
     let unpacked = unpack(&archive_of(&out), &dir);
     let m = manifest(&unpacked);
@@ -90,19 +70,20 @@ fn record_perfdata_pid_and_cpu_scope() {
         "samples of other processes with -p"
     );
 
-    let out = run_agent(&[
-        "record",
-        "-C",
-        "0",
-        "-e",
-        "cpu-clock",
-        "-F",
-        "500",
-        "--duration",
-        "0.5",
-        "-o",
-        caps.to_str().unwrap(),
-    ]);
+    let out = record(
+        &[
+            "-C",
+            "0",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "500",
+            "--duration",
+            "0.5",
+        ],
+        &caps,
+        &[],
+    );
     let archive = archive_of(&out);
     let d2 = dir.join("cpu0");
     std::fs::create_dir_all(&d2).unwrap();

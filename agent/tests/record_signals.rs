@@ -74,9 +74,7 @@ fn record_archive_sigint_finalizes() {
 /// samples; the loss is on stderr, in the manifest, and in perf.data's LOST records alike.
 #[test]
 fn record_manifest_overload_reports_lost() {
-    require_root();
-    let dir = scratch("overload");
-    let busy = build_c("busy", &dir);
+    let (dir, busy) = workload("overload", "busy");
     let caps = dir.join("caps");
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut load: Vec<_> = (0..2 * cpus)
@@ -88,20 +86,21 @@ fn record_manifest_overload_reports_lost() {
         .parse()
         .unwrap();
     let freq = max.min(50_000).to_string();
-    let out = run_agent(&[
-        "record",
-        "-e",
-        "cpu-clock",
-        "-F",
-        &freq,
-        "-g",
-        "--mmap-pages",
-        "1",
-        "--duration",
-        "2",
-        "-o",
-        caps.to_str().unwrap(),
-    ]);
+    let out = record(
+        &[
+            "-e",
+            "cpu-clock",
+            "-F",
+            &freq,
+            "-g",
+            "--mmap-pages",
+            "1",
+            "--duration",
+            "2",
+        ],
+        &caps,
+        &[],
+    );
     for c in &mut load {
         let _ = c.kill();
         let _ = c.wait();

@@ -12,29 +12,13 @@ fn list_rm_captures_roundtrip() {
     let dir = scratch("store");
     let caps = dir.join("caps");
     let caps_s = caps.to_str().unwrap();
-    let a = archive_of(&run_agent(&[
-        "record",
-        "-e",
-        "cpu-clock",
-        "-F",
-        "100",
-        "--duration",
-        "0.3",
-        "-o",
-        caps_s,
-    ]));
-    let b = archive_of(&run_agent(&[
-        "record",
-        "-e",
-        "cpu-clock",
-        "-F",
-        "100",
-        "-o",
-        caps_s,
-        "--",
-        "true",
-        "arg",
-    ]));
+    let cpu_clock = ["-e", "cpu-clock", "-F", "100"];
+    let a = archive_of(&record(
+        &[&cpu_clock[..], &["--duration", "0.3"]].concat(),
+        &caps,
+        &[],
+    ));
+    let b = archive_of(&record(&cpu_clock, &caps, &["true", "arg"]));
     let id = |p: &std::path::Path| {
         p.file_name()
             .unwrap()

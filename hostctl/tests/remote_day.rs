@@ -4,21 +4,12 @@
 
 mod remote_support;
 
-use remote_support::{agent_binary, outcome, Client, CuttingProxy, Sshd};
+use remote_support::{agent_binary, board, outcome, Client, CuttingProxy, Sshd};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// An sshd trusting the client's key, with the client trusting its host key.
-fn board() -> (Sshd, Client) {
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
-    client.trust(&sshd, sshd.port);
-    (sshd, client)
-}
 
 /// Installs the agent to a per-test path with `deploy`, which remembers it for `run`.
 fn deploy(sshd: &Sshd, client: &Client) -> PathBuf {
@@ -26,23 +17,60 @@ fn deploy(sshd: &Sshd, client: &Client) -> PathBuf {
 }
 
 fn deploy_via(sshd: &Sshd, client: &Client, target: &str) -> PathBuf {
-    let dest = sshd.dir.path().join("bin/kprof-agent");
-    let (ok, out, err) = outcome(
-        client
-            .kprofctl()
-            .args(["deploy", target, "--accept-new-host-key", "-i"])
-            .arg(&client.key)
-            .arg("--agent")
-            .arg(agent_binary())
-            .arg("--install-path")
-            .arg(&dest),
-    );
+    let dest = install_path(sshd);
+    let (ok, out, err) = outcome(&mut deploy_cmd(
+        client,
+        &["deploy", target, "--accept-new-host-key"],
+        &agent_binary(),
+        &dest,
+    ));
     assert!(ok, "{err}");
     assert!(
         out.contains(&format!("installed at {}", dest.display())),
         "{out}"
     );
     dest
+}
+
+/// The per-test path `deploy` installs the agent at.
+fn install_path(sshd: &Sshd) -> PathBuf {
+    sshd.dir.path().join("bin/kprof-agent")
+}
+
+/// `kprofctl ARGS -i KEY --agent AGENT --install-path DEST`.
+fn deploy_cmd(client: &Client, args: &[&str], agent: &Path, dest: &Path) -> Command {
+    let mut cmd = client.keyed(args);
+    cmd.arg("--agent")
+        .arg(agent)
+        .arg("--install-path")
+        .arg(dest);
+    cmd
+}
+
+/// `kprofctl ARGS -i KEY -e cpu-clock -o CAPS -- sh -c SCRIPT`: a shell workload under `run`.
+fn run_script(client: &Client, args: &[&str], caps: &str, script: &str) -> Command {
+    let mut cmd = client.keyed(args);
+    cmd.args(["-e", "cpu-clock", "-o", caps, "--", "sh", "-c", script]);
+    cmd
+}
+
+/// `kprofctl fetch TARGET OPTIONS --no-report --capture-dir CAPS -i KEY`.
+fn fetch_from(client: &Client, target: &str, options: &[&str], caps: &str) -> Command {
+    let mut args = vec!["fetch", target];
+    args.extend_from_slice(options);
+    args.extend(["--no-report", "--capture-dir", caps]);
+    client.keyed(&args)
+}
+
+/// The capture archive's manifest.json, as `tar` extracts it.
+fn archived_manifest(capture: &Path) -> Vec<u8> {
+    Command::new("tar")
+        .arg("xzOf")
+        .arg(capture)
+        .arg("manifest.json")
+        .output()
+        .unwrap()
+        .stdout
 }
 
 fn capture_dir(sshd: &Sshd) -> String {
@@ -106,17 +134,13 @@ fn deploy_agent_wrong_machine_refused() {
     let mut bytes = std::fs::read(agent_binary()).unwrap();
     bytes[18..20].copy_from_slice(&183u16.to_le_bytes());
     std::fs::write(&fake, bytes).unwrap();
-    let dest = sshd.dir.path().join("bin/kprof-agent");
-    let (ok, _, err) = outcome(
-        client
-            .kprofctl()
-            .args(["deploy", &sshd.target(), "-i"])
-            .arg(&client.key)
-            .arg("--agent")
-            .arg(&fake)
-            .arg("--install-path")
-            .arg(&dest),
-    );
+    let dest = install_path(&sshd);
+    let (ok, _, err) = outcome(&mut deploy_cmd(
+        &client,
+        &["deploy", &sshd.target()],
+        &fake,
+        &dest,
+    ));
     assert!(!ok);
     assert!(
         err.contains("cannot run on") && err.contains("AArch64") && err.contains("x86_64"),
@@ -133,13 +157,7 @@ fn run_agent_missing_says_deploy() {
         "this test needs a machine without an installed kprof-agent"
     );
     let (sshd, client) = board();
-    let (ok, out, err) = outcome(
-        client
-            .kprofctl()
-            .args(["run", &sshd.target(), "-i"])
-            .arg(&client.key)
-            .args(["--", "true"]),
-    );
+    let (ok, out, err) = outcome(client.keyed(&["run", &sshd.target()]).args(["--", "true"]));
     assert!(!ok);
     assert_eq!(out, "");
     assert!(
@@ -158,9 +176,7 @@ fn run_fetch_local_board_verbatim_args() {
     let caps = capture_dir(&sshd);
     let (ok, out, err) = outcome(
         client
-            .kprofctl()
-            .args(["run", &sshd.target(), "-i"])
-            .arg(&client.key)
+            .keyed(&["run", &sshd.target()])
             .args(["-e", "cpu-clock", "-F", "500", "-o", &caps, "--"])
             .args(["printf", "%s|", "it's", "$(id)", "a;b", "\"q\" `x`", "*"]),
     );
@@ -185,12 +201,7 @@ fn run_fetch_local_board_verbatim_args() {
         "{state}"
     );
 
-    let (ok, _, err) = outcome(
-        client
-            .kprofctl()
-            .args(["fetch", "--no-report", "-i"])
-            .arg(&client.key),
-    );
+    let (ok, _, err) = outcome(&mut client.keyed(&["fetch", "--no-report"]));
     assert!(ok, "{err}");
     assert!(err.contains("sha256 verified"), "{err}");
     let name = Path::new(&capture).file_name().unwrap();
@@ -200,12 +211,7 @@ fn run_fetch_local_board_verbatim_args() {
         std::fs::read(&capture).unwrap()
     );
     assert_archive(&local);
-    let (ok, _, err) = outcome(
-        client
-            .kprofctl()
-            .args(["fetch", "--no-report", "-i"])
-            .arg(&client.key),
-    );
+    let (ok, _, err) = outcome(&mut client.keyed(&["fetch", "--no-report"]));
     assert!(ok && err.contains("nothing new"), "{err}");
 }
 
@@ -216,22 +222,12 @@ fn run_ctrl_c_stops_capture_keeps_it() {
     deploy(&sshd, &client);
     let caps = capture_dir(&sshd);
     let start = Instant::now();
-    let (child, rx) = spawn_watched(
-        client
-            .kprofctl()
-            .args(["run", &sshd.target(), "-i"])
-            .arg(&client.key)
-            .args([
-                "-e",
-                "cpu-clock",
-                "-o",
-                &caps,
-                "--",
-                "sh",
-                "-c",
-                "echo workload-started; sleep 60",
-            ]),
-    );
+    let (child, rx) = spawn_watched(&mut run_script(
+        &client,
+        &["run", &sshd.target()],
+        &caps,
+        "echo workload-started; sleep 60",
+    ));
     let mut seen = Vec::new();
     wait_for(&rx, "workload-started", &mut seen);
     // SAFETY: signalling the child we spawned.
@@ -249,13 +245,8 @@ fn run_ctrl_c_stops_capture_keeps_it() {
     assert!(capture.ends_with(".kprof.tar.gz"), "{seen:?}\n{err}");
     assert!(err.contains(&format!(": {capture}")), "{err}");
     assert_archive(Path::new(&capture));
-    let manifest = Command::new("tar")
-        .arg("xzOf")
-        .arg(&capture)
-        .arg("manifest.json")
-        .output()
-        .unwrap();
-    let manifest: serde_json::Value = serde_json::from_slice(&manifest.stdout).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&archived_manifest(Path::new(&capture))).unwrap();
     assert_eq!(manifest["stop_reason"], "signal", "{manifest}");
 }
 
@@ -268,22 +259,12 @@ fn run_link_cut_capture_completes_fetch_gets_it() {
     let proxy = CuttingProxy::start(sshd.port, None);
     let via = format!("root@127.0.0.1:{}", proxy.port);
     deploy_via(&sshd, &client, &via);
-    let (child, rx) = spawn_watched(
-        client
-            .kprofctl()
-            .args(["run", &via, "--accept-new-host-key", "-i"])
-            .arg(&client.key)
-            .args([
-                "-e",
-                "cpu-clock",
-                "-o",
-                &caps,
-                "--",
-                "sh",
-                "-c",
-                "echo workload-started; sleep 3",
-            ]),
-    );
+    let (child, rx) = spawn_watched(&mut run_script(
+        &client,
+        &["run", &via, "--accept-new-host-key"],
+        &caps,
+        "echo workload-started; sleep 3",
+    ));
     let mut seen = Vec::new();
     wait_for(&rx, "workload-started", &mut seen);
     proxy.cut();
@@ -296,19 +277,7 @@ fn run_link_cut_capture_completes_fetch_gets_it() {
     // The state remembers the proxy target and its capture dir; fetch the same board directly.
     let deadline = Instant::now() + Duration::from_secs(60);
     let fetched = loop {
-        let (ok, _, err) = outcome(
-            client
-                .kprofctl()
-                .args([
-                    "fetch",
-                    &sshd.target(),
-                    "--no-report",
-                    "--capture-dir",
-                    &caps,
-                    "-i",
-                ])
-                .arg(&client.key),
-        );
+        let (ok, _, err) = outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
         assert!(ok, "{err}");
         let dir = client.work.path().join("kprof-captures");
         let files: Vec<_> = std::fs::read_dir(&dir)
@@ -330,13 +299,8 @@ fn run_link_cut_capture_completes_fetch_gets_it() {
         std::thread::sleep(Duration::from_millis(500));
     };
     assert_archive(&fetched);
-    let manifest = Command::new("tar")
-        .arg("xzOf")
-        .arg(&fetched)
-        .arg("manifest.json")
-        .output()
-        .unwrap();
-    let manifest = String::from_utf8_lossy(&manifest.stdout);
+    let manifest = archived_manifest(&fetched);
+    let manifest = String::from_utf8_lossy(&manifest);
     assert!(manifest.contains("command-exited"), "{manifest}");
 }
 
@@ -363,20 +327,12 @@ fn fetch_capture_cut_download_resumes() {
     let (caps, data) = big_capture(&sshd, 8 << 20);
     let proxy = CuttingProxy::start(sshd.port, Some(3 << 20));
     let via = format!("root@127.0.0.1:{}", proxy.port);
-    let (ok, _, err) = outcome(
-        client
-            .kprofctl()
-            .args([
-                "fetch",
-                &via,
-                "--accept-new-host-key",
-                "--no-report",
-                "--capture-dir",
-                &caps,
-                "-i",
-            ])
-            .arg(&client.key),
-    );
+    let (ok, _, err) = outcome(&mut fetch_from(
+        &client,
+        &via,
+        &["--accept-new-host-key"],
+        &caps,
+    ));
     assert!(!ok);
     assert!(
         err.contains("download of") && err.contains("again to resume"),
@@ -390,19 +346,7 @@ fn fetch_capture_cut_download_resumes() {
     let cut_at = std::fs::metadata(&part).unwrap().len();
     assert!(cut_at > 0 && cut_at < data.len() as u64, "{cut_at}");
 
-    let (ok, _, err) = outcome(
-        client
-            .kprofctl()
-            .args([
-                "fetch",
-                &sshd.target(),
-                "--no-report",
-                "--capture-dir",
-                &caps,
-                "-i",
-            ])
-            .arg(&client.key),
-    );
+    let (ok, _, err) = outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
     assert!(ok, "{err}");
     assert!(
         err.contains(&format!("resuming big at {cut_at} of {} bytes", data.len())),
@@ -423,21 +367,7 @@ fn fetch_capture_corrupt_partial_discarded() {
     std::fs::create_dir_all(&dir).unwrap();
     let part = dir.join("big.kprof.tar.gz.part");
     std::fs::write(&part, vec![0u8; 1000]).unwrap();
-    let fetch = || {
-        outcome(
-            client
-                .kprofctl()
-                .args([
-                    "fetch",
-                    &sshd.target(),
-                    "--no-report",
-                    "--capture-dir",
-                    &caps,
-                    "-i",
-                ])
-                .arg(&client.key),
-        )
-    };
+    let fetch = || outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
     let (ok, _, err) = fetch();
     assert!(!ok);
     assert!(
@@ -458,9 +388,7 @@ fn run_fetch_flag_downloads_and_reports() {
     let caps = capture_dir(&sshd);
     let (ok, out, err) = outcome(
         client
-            .kprofctl()
-            .args(["run", &sshd.target(), "--fetch", "-i"])
-            .arg(&client.key)
+            .keyed(&["run", &sshd.target(), "--fetch"])
             .args([
                 "-e",
                 "cpu-clock",

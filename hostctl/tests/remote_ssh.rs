@@ -4,7 +4,7 @@
 
 mod remote_support;
 
-use remote_support::{outcome, run_ok, Client, Sshd};
+use remote_support::{board, outcome, run_ok, throwaway_user, untrusted_board, Client, Sshd};
 use std::process::Command;
 
 /// The message `fetch TARGET nope` gives once logged in.
@@ -23,17 +23,18 @@ fn fetch_nope(client: &Client, target: &str) -> Command {
     cmd
 }
 
+/// [`fetch_nope`] logging in with the client's key file.
+fn fetch_nope_keyed(client: &Client, target: &str) -> Command {
+    let mut cmd = fetch_nope(client, target);
+    cmd.arg("-i").arg(&client.key);
+    cmd
+}
+
 /// An unknown host key is refused with its SHA256 fingerprint, and nothing is written.
 #[test]
 fn connect_ssh_unknown_host_key_refused_with_fingerprint() {
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
-    let (ok, _, err) = outcome(
-        fetch_nope(&client, &sshd.target())
-            .arg("-i")
-            .arg(&client.key),
-    );
+    let (sshd, client) = untrusted_board();
+    let (ok, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
     assert!(!ok);
     assert!(err.contains("host key not known"), "{err}");
     assert!(err.contains(&sshd.host_fingerprint()), "{err}");
@@ -45,15 +46,9 @@ fn connect_ssh_unknown_host_key_refused_with_fingerprint() {
 /// `--accept-new-host-key` adds the key as `[127.0.0.1]:PORT`; the next login needs no flag.
 #[test]
 fn connect_ssh_accept_new_host_key_appends_port_form() {
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
-    let (_, _, err) = outcome(
-        fetch_nope(&client, &sshd.target())
-            .arg("-i")
-            .arg(&client.key)
-            .arg("--accept-new-host-key"),
-    );
+    let (sshd, client) = untrusted_board();
+    let (_, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
     assert!(err.contains(LOGGED_IN), "{err}");
     assert!(err.contains(&sshd.host_fingerprint()), "{err}");
     let known = std::fs::read_to_string(client.known_hosts()).unwrap();
@@ -67,30 +62,20 @@ fn connect_ssh_accept_new_host_key_appends_port_form() {
             .join(" ")
     );
     assert_eq!(known.trim(), expected);
-    let (_, _, err) = outcome(
-        fetch_nope(&client, &sshd.target())
-            .arg("-i")
-            .arg(&client.key),
-    );
+    let (_, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
     assert!(err.contains(LOGGED_IN), "{err}");
 }
 
 /// A listed host with another key is refused as changed, even with `--accept-new-host-key`.
 #[test]
 fn connect_ssh_changed_host_key_always_refused() {
-    let sshd = Sshd::start("");
+    let (sshd, client) = untrusted_board();
     let other = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
     // known_hosts lists the other server's key for this server's address.
     client.trust(&other, sshd.port);
     let before = std::fs::read_to_string(client.known_hosts()).unwrap();
-    let (ok, _, err) = outcome(
-        fetch_nope(&client, &sshd.target())
-            .arg("-i")
-            .arg(&client.key)
-            .arg("--accept-new-host-key"),
-    );
+    let (ok, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
     assert!(!ok);
     assert!(err.contains("HOST KEY CHANGED"), "{err}");
     assert!(err.contains(&sshd.host_fingerprint()), "{err}");
@@ -104,10 +89,7 @@ fn connect_ssh_changed_host_key_always_refused() {
 /// Hashed known_hosts entries (`ssh-keygen -H`, Debian's HashKnownHosts) are honoured.
 #[test]
 fn connect_ssh_hashed_known_hosts_entry() {
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
-    client.trust(&sshd, sshd.port);
+    let (sshd, client) = board();
     run_ok(
         Command::new("ssh-keygen")
             .arg("-H")
@@ -116,21 +98,14 @@ fn connect_ssh_hashed_known_hosts_entry() {
     );
     let known = std::fs::read_to_string(client.known_hosts()).unwrap();
     assert!(known.starts_with("|1|"), "{known}");
-    let (_, _, err) = outcome(
-        fetch_nope(&client, &sshd.target())
-            .arg("-i")
-            .arg(&client.key),
-    );
+    let (_, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
     assert!(err.contains(LOGGED_IN), "{err}");
 }
 
 /// An ~/.ssh/config alias supplies HostName, Port, User and IdentityFile.
 #[test]
 fn connect_ssh_config_alias_identity_file() {
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
-    client.trust(&sshd, sshd.port);
+    let (sshd, client) = board();
     std::fs::write(
         client.home.path().join(".ssh/config"),
         format!(
@@ -155,15 +130,7 @@ fn password_user() -> (&'static str, &'static str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     let (user, password) = ("kprofpwtest", "right-Pass-7");
     ONCE.call_once(|| {
-        let exists = Command::new("id")
-            .arg(user)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        if !exists {
-            run_ok(Command::new("useradd").args(["-M", "-d", "/tmp", "-s", "/bin/sh", user]));
-        }
+        throwaway_user(user);
         let mut chpasswd = Command::new("chpasswd")
             .stdin(std::process::Stdio::piped())
             .spawn()
@@ -178,6 +145,16 @@ fn password_user() -> (&'static str, &'static str) {
         assert!(chpasswd.wait().unwrap().success());
     });
     (user, password)
+}
+
+/// An sshd with `extra` config lines whose host key the client trusts, and the target
+/// `USER@127.0.0.1:PORT` for logging in with a password (no key is authorized).
+fn password_board(extra: &str, user: &str) -> (Sshd, Client, String) {
+    let sshd = Sshd::start(extra);
+    let client = Client::new();
+    client.trust(&sshd, sshd.port);
+    let target = format!("{user}@127.0.0.1:{}", sshd.port);
+    (sshd, client, target)
 }
 
 /// Locks a throwaway account's password again when a test ends, even by a panic, so that no
@@ -195,10 +172,7 @@ impl Drop for LockOnDrop {
 fn connect_ssh_wrong_password_clear_error() {
     let (user, password) = password_user();
     let _lock = LockOnDrop(user);
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    client.trust(&sshd, sshd.port);
-    let target = format!("{user}@127.0.0.1:{}", sshd.port);
+    let (_sshd, client, target) = password_board("", user);
     let (ok, out, err) = outcome(fetch_nope(&client, &target).env("KPROF_PASSWORD", "wrong"));
     assert!(!ok);
     assert_eq!(out, "");
@@ -214,23 +188,10 @@ fn connect_ssh_wrong_password_clear_error() {
 #[test]
 fn connect_ssh_empty_password_user() {
     let user = "kprofemptytest";
-    let exists = Command::new("id")
-        .arg(user)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    if !exists {
-        let _ = Command::new("useradd")
-            .args(["-M", "-d", "/tmp", "-s", "/bin/sh", user])
-            .status();
-    }
+    throwaway_user(user);
     run_ok(Command::new("passwd").args(["-d", user]));
     let _lock = LockOnDrop(user);
-    let sshd = Sshd::start("PermitEmptyPasswords yes");
-    let client = Client::new();
-    client.trust(&sshd, sshd.port);
-    let target = format!("{user}@127.0.0.1:{}", sshd.port);
+    let (_sshd, client, target) = password_board("PermitEmptyPasswords yes", user);
     let (_, _, err) = outcome(&mut fetch_nope(&client, &target));
     assert!(err.contains(LOGGED_IN), "{err}");
 }
@@ -252,10 +213,7 @@ fn connect_ssh_closed_port_names_target() {
 /// A key held by a running ssh-agent logs in with no identity file given.
 #[test]
 fn connect_ssh_agent_key() {
-    let sshd = Sshd::start("");
-    let client = Client::new();
-    sshd.authorize(&client.pubkey());
-    client.trust(&sshd, sshd.port);
+    let (sshd, client) = board();
     let sock = client.home.path().join("agent.sock");
     let mut agent = Command::new("ssh-agent")
         .arg("-D")

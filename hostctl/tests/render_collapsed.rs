@@ -2,7 +2,7 @@
 
 mod render_support;
 
-use render_support::{capture, kprofctl_ok, perf_sample_count};
+use render_support::{capture, perf_sample_count, report};
 
 /// Every sample perf counts is in exactly one line; lines are `comm;root;...;leaf count`
 /// with kernel frames marked `_[k]` under the user frames that made the system call.
@@ -10,17 +10,7 @@ use render_support::{capture, kprofctl_ok, perf_sample_count};
 fn report_collapsed_real_capture_counts_match_perf() {
     let recorded = capture::record(100, 400);
     let dir = recorded.dir.path();
-    let text = kprofctl_ok(
-        &[
-            "report",
-            "perf.data",
-            "--symbols",
-            ".",
-            "--format",
-            "collapsed",
-        ],
-        dir,
-    );
+    let text = report(dir, "collapsed", None);
     let mut total = 0u64;
     for line in text.lines() {
         let (stack, count) = line.rsplit_once(' ').expect("STACK COUNT");

@@ -3,9 +3,8 @@
 
 mod render_support;
 
-use render_support::capture;
 use render_support::chromium::{assert_non_blank_png, chromium};
-use render_support::kprofctl_ok;
+use render_support::{capture, report};
 
 /// The page renders offline (non-blank screenshot), its functions table starts with the
 /// workload's hot function, the hottest function is annotated, and no URL leaves the file.
@@ -14,19 +13,7 @@ fn report_html_real_capture_renders_in_chromium() {
     let recorded = capture::record(300, 100);
     let dir = recorded.dir.path();
     let html_path = dir.join("report.html");
-    kprofctl_ok(
-        &[
-            "report",
-            "perf.data",
-            "--symbols",
-            ".",
-            "--format",
-            "html",
-            "-o",
-            "report.html",
-        ],
-        dir,
-    );
+    report(dir, "html", Some("report.html"));
     let html = std::fs::read_to_string(&html_path).unwrap();
     for section in ["images", "functions", "flamegraph", "calltree", "source"] {
         assert!(

@@ -4,20 +4,16 @@ mod render_support;
 
 use std::process::Command;
 
-use render_support::{build_id, capture, kprofctl_ok, perf_sample_count};
+use render_support::{build_id, capture, perf_sample_count, report};
 
 fn go_pprof(args: &[&str], file: &std::path::Path) -> String {
-    let out = Command::new("go")
-        .args(["tool", "pprof"])
-        .args(args)
-        .arg(file)
-        .env("PPROF_BINARY_PATH", "/nonexistent")
-        .output()
-        .expect("go runs (apt-get install golang-go)");
-    assert!(
-        out.status.success(),
-        "go tool pprof failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = capture::run(
+        Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(file)
+            .env("PPROF_BINARY_PATH", "/nonexistent"),
+        "go tool pprof (apt-get install golang-go)",
     );
     String::from_utf8(out.stdout).unwrap()
 }
@@ -28,19 +24,7 @@ fn go_pprof(args: &[&str], file: &std::path::Path) -> String {
 fn report_pprof_real_capture_go_pprof_reads_it() {
     let recorded = capture::record(300, 100);
     let dir = recorded.dir.path();
-    kprofctl_ok(
-        &[
-            "report",
-            "perf.data",
-            "--symbols",
-            ".",
-            "--format",
-            "pprof",
-            "-o",
-            "prof.pb.gz",
-        ],
-        dir,
-    );
+    report(dir, "pprof", Some("prof.pb.gz"));
     let file = dir.join("prof.pb.gz");
     let top = go_pprof(&["-top", "-sample_index=samples"], &file);
     let samples = perf_sample_count(&recorded.perf_data());

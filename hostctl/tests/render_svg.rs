@@ -2,8 +2,7 @@
 
 mod render_support;
 
-use render_support::capture;
-use render_support::kprofctl_ok;
+use render_support::{capture, report};
 
 /// The flamegraph names the event, has the program's frames image-qualified with the same
 /// counts as the collapsed stacks, and colours kernel frames apart from user frames.
@@ -11,24 +10,11 @@ use render_support::kprofctl_ok;
 fn report_svg_real_capture_user_and_kernel_frames() {
     let recorded = capture::record(100, 400);
     let dir = recorded.dir.path();
-    let svg = kprofctl_ok(
-        &["report", "perf.data", "--symbols", ".", "--format", "svg"],
-        dir,
-    );
+    let svg = report(dir, "svg", None);
     assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains(">cpu-clock flamegraph<"));
 
-    let collapsed = kprofctl_ok(
-        &[
-            "report",
-            "perf.data",
-            "--symbols",
-            ".",
-            "--format",
-            "collapsed",
-        ],
-        dir,
-    );
+    let collapsed = report(dir, "collapsed", None);
     // The widest spin box: samples of all stacks through one path to spin.
     let mut boxes = std::collections::HashMap::<&str, u64>::new();
     for line in collapsed.lines() {

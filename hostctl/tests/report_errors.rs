@@ -3,7 +3,7 @@
 
 mod report_common;
 
-use report_common::{assert_clear_failure, compile, kprofctl, recorded};
+use report_common::{assert_clear_failure, compile, kprofctl, perf_record, recorded};
 use std::path::{Path, PathBuf};
 
 fn tmp_copy(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
@@ -80,16 +80,21 @@ fn archive_of(dir: &Path, perf: &[u8]) -> PathBuf {
     std::fs::create_dir_all(&stage).unwrap();
     std::fs::write(stage.join("perf.data"), perf).unwrap();
     let out = dir.join("c.kprof.tar.gz");
+    tar_czf(&out, &stage, "perf.data");
+    out
+}
+
+/// Packs `stage/member` into the archive `out` with the system tar.
+fn tar_czf(out: &Path, stage: &Path, member: &str) {
     let st = std::process::Command::new("tar")
         .arg("czf")
-        .arg(&out)
+        .arg(out)
         .arg("-C")
-        .arg(&stage)
-        .arg("perf.data")
+        .arg(stage)
+        .arg(member)
         .status()
         .unwrap();
     assert!(st.success());
-    out
 }
 
 /// An archive holding the perf.data reports like the bare file; cut or garbled, it fails clearly.
@@ -123,15 +128,7 @@ fn report_archive_without_perfdata_fails_clearly() {
     std::fs::create_dir_all(&stage).unwrap();
     std::fs::write(stage.join("kallsyms"), "").unwrap();
     let a = dir.path().join("x.kprof.tar.gz");
-    assert!(std::process::Command::new("tar")
-        .arg("czf")
-        .arg(&a)
-        .arg("-C")
-        .arg(&stage)
-        .arg("kallsyms")
-        .status()
-        .unwrap()
-        .success());
+    tar_czf(&a, &stage, "kallsyms");
     assert_clear_failure(&report(&a), "no perf.data member");
 }
 
@@ -142,24 +139,7 @@ fn report_user_buildid_mismatch_reported() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("hotloop");
     compile(&bin, false);
-    let out = std::process::Command::new("perf")
-        .current_dir(dir.path())
-        .args([
-            "record",
-            "-e",
-            "cpu-clock",
-            "-c",
-            "250000",
-            "-g",
-            "--no-buildid-cache",
-            "-o",
-            "perf.data",
-            "./hotloop",
-            "2",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    perf_record(dir.path(), &["--no-buildid-cache"], "2");
     let old_id = kprof_id(&bin);
     compile(&bin, true);
     let new_id = kprof_id(&bin);

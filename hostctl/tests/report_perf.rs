@@ -159,18 +159,17 @@ fn report_perfdata_callers_and_annotate() {
     let ann = &a["annotation"];
     assert_eq!(ann["totals"][0].as_u64().unwrap(), self_samples);
     let total = self_samples;
-    let sum_ins: u64 = ann["instructions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["counts"][0].as_u64().unwrap())
-        .sum();
-    let sum_lines: u64 = ann["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["counts"][0].as_u64().unwrap())
-        .sum();
+    // The first event's counts of the annotation's rows of one kind, summed.
+    let counted = |rows: &str| -> u64 {
+        ann[rows]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["counts"][0].as_u64().unwrap())
+            .sum()
+    };
+    let sum_ins = counted("instructions");
+    let sum_lines = counted("lines");
     assert_eq!(sum_ins, total);
     assert_eq!(sum_lines, total);
     let hot = line_of("HOT_LINE") as u64;

@@ -49,6 +49,29 @@ pub fn build_c(name: &str, dir: &Path) -> PathBuf {
     out
 }
 
+/// The root check, a scratch directory `name`, and the workload `tests/data/PROG.c` built in it.
+pub fn workload(name: &str, prog: &str) -> (PathBuf, PathBuf) {
+    require_root();
+    let dir = scratch(name);
+    let exe = build_c(prog, &dir);
+    (dir, exe)
+}
+
+/// cpu-clock at 4 kHz with call chains: the options of the captures symbolized frame by frame.
+pub const CPU_CLOCK_4K_CALLCHAINS: &[&str] = &["-e", "cpu-clock", "-F", "4000", "-g"];
+
+/// `kprof-agent record OPTIONS -o OUT_DIR`, followed by `-- COMMAND...` when there is one.
+pub fn record(options: &[&str], out_dir: &Path, command: &[&str]) -> Output {
+    let mut args = vec!["record"];
+    args.extend_from_slice(options);
+    args.extend(["-o", out_dir.to_str().unwrap()]);
+    if !command.is_empty() {
+        args.push("--");
+        args.extend_from_slice(command);
+    }
+    run_agent(&args)
+}
+
 pub fn run_agent(args: &[&str]) -> Output {
     Command::new(AGENT)
         .args(args)
@@ -113,6 +136,19 @@ pub struct Map {
     pub path: String,
 }
 
+impl Map {
+    /// From an MMAP or MMAP2 record's fields: (address, length, page offset) and path.
+    fn new(pid: i32, (start, len, pgoff): (u64, u64, u64), path: &[u8]) -> Map {
+        Map {
+            pid,
+            start,
+            len,
+            pgoff,
+            path: String::from_utf8_lossy(path).into_owned(),
+        }
+    }
+}
+
 /// Everything the tests look at in a perf.data, read by linux-perf-data.
 #[derive(Debug, Default)]
 pub struct Parsed {
@@ -163,20 +199,16 @@ pub fn parse_perf_data(path: &Path) -> Parsed {
                     .map(|c| (0..c.len()).map(|i| c.get(i).unwrap()).collect())
                     .unwrap_or_default(),
             }),
-            EventRecord::Mmap2(m) => p.maps.push(Map {
-                pid: m.pid,
-                start: m.address,
-                len: m.length,
-                pgoff: m.page_offset,
-                path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
-            }),
-            EventRecord::Mmap(m) => p.maps.push(Map {
-                pid: m.pid,
-                start: m.address,
-                len: m.length,
-                pgoff: m.page_offset,
-                path: String::from_utf8_lossy(&m.path.as_slice()).into_owned(),
-            }),
+            EventRecord::Mmap2(m) => p.maps.push(Map::new(
+                m.pid,
+                (m.address, m.length, m.page_offset),
+                &m.path.as_slice(),
+            )),
+            EventRecord::Mmap(m) => p.maps.push(Map::new(
+                m.pid,
+                (m.address, m.length, m.page_offset),
+                &m.path.as_slice(),
+            )),
             EventRecord::Lost(l) => *p.lost.entry(l.id).or_default() += l.count,
             EventRecord::Throttle(_) => p.throttles += 1,
             _ => {}

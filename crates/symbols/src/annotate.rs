@@ -83,7 +83,7 @@ pub fn annotate(
         // The innermost frame's line: inlined code counts where it is written.
         let leaf = &profile.frames[s.frames[0]];
         if let (Some(file), Some(line)) = (&leaf.file, leaf.line) {
-            *per_line.entry((file.clone(), line)).or_default() += n;
+            *per_line.entry((file.to_string(), line)).or_default() += n;
         }
     }
     let mut warnings = Vec::new();

@@ -14,11 +14,52 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// DWARF reader type: sections copied (and for modules relocated) into reference-counted buffers.
-pub type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+/// DWARF reader type: sections read in place from the mapped file, or, when compressed or
+/// relocated (modules), from a reference-counted buffer.
+pub type Reader = gimli::EndianReader<gimli::RunTimeEndian, SectionBytes>;
+
+/// The bytes of one DWARF section.
+#[derive(Clone)]
+pub enum SectionBytes {
+    /// A range of a mapped file: uncompressed sections are not copied, which halves the
+    /// memory a large debug file costs.
+    Mapped {
+        map: Rc<memmap2::Mmap>,
+        start: usize,
+        len: usize,
+    },
+    /// Decompressed or relocated contents.
+    Owned(Rc<[u8]>),
+}
+
+impl std::fmt::Debug for SectionBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SectionBytes({} bytes)", self.len())
+    }
+}
+
+impl std::ops::Deref for SectionBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Mapped { map, start, len } => &map[*start..*start + *len],
+            Self::Owned(b) => b,
+        }
+    }
+}
+
+// SAFETY: the bytes live in an `Rc`-owned mapping or buffer that is never moved, resized or
+// unmapped while any clone of this value exists, so the slice address is stable across moves
+// and clones.
+unsafe impl gimli::StableDeref for SectionBytes {}
+// SAFETY: as above; a clone shares the same `Rc` and so points at the same bytes.
+unsafe impl gimli::CloneStableDeref for SectionBytes {}
 
 /// Section name → load address, for relocatable modules.
 pub type Placement = HashMap<String, u64>;
+
+/// Names the kernel's module_init()/module_exit() macros give the driver's own functions.
+const MODULE_ENTRY_ALIASES: &[&str] = &["init_module", "cleanup_module"];
 
 /// Symbols kept by name whatever else is at their address.
 const ANCHORS: &[&str] = &["_text", "_stext"];
@@ -36,6 +77,9 @@ struct Sym {
     start: u64,
     size: u64,
     name: String,
+    /// ELF binding STB_WEAK / STB_GLOBAL: which alias of an address names it.
+    weak: bool,
+    global: bool,
 }
 
 /// An executable section: where its bytes are in the file and where they are in memory.
@@ -169,16 +213,23 @@ impl SymbolFile {
         }
 
         let mut symbols = collect_symbols(&obj, &section_addr);
-        let debug_map;
+        let debug_map = match debug {
+            Some(d) => Rc::new(map_file(d)?),
+            None => map.clone(),
+        };
         let debug_obj;
         let dwarf_obj = match debug {
             Some(d) => {
-                debug_map = map_file(d)?;
                 debug_obj =
                     object::File::parse(&debug_map[..]).map_err(|e| bad(d, e.to_string()))?;
-                if symbols.is_empty() {
-                    symbols =
+                // A stripped file keeps only .dynsym, a handful of exported names; the split
+                // debug file's .symtab has them all, as perf also prefers it.
+                if !has_symtab(&obj) || symbols.is_empty() {
+                    let full =
                         collect_symbols(&debug_obj, &section_addresses(&debug_obj, placement));
+                    if !full.is_empty() {
+                        symbols = full;
+                    }
                 }
                 &debug_obj
             }
@@ -195,7 +246,7 @@ impl SymbolFile {
         let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
         let dwarf = if dwarf_obj.section_by_name(".debug_info").is_some() {
             let sec_addr = section_addresses(dwarf_obj, placement);
-            let d = load_dwarf(dwarf_obj, relocatable.then_some(&sec_addr))
+            let d = load_dwarf(dwarf_obj, &debug_map, relocatable.then_some(&sec_addr))
                 .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?;
             Some(
                 addr2line::Context::from_dwarf(d)
@@ -335,12 +386,15 @@ impl SymbolFile {
         let last = out.last_mut().expect("one frame");
         last.inlined = false;
         if let Some((name, start, size)) = sym {
-            // The symbol table names the function as perf does (`foo.isra.0`); DWARF names the
-            // inlined ones, and picks among aliases of one address the one the source uses.
+            // The symbol table names the function as perf does (`foo.isra.0`, and among
+            // aliases perf's pick); DWARF names the inlined ones. Exception: the aliases that
+            // module_init()/module_exit() create are replaced by the name in the source.
             let dwarf_alias = last.name.take().filter(|d| {
-                self.aliases
-                    .get(&start)
-                    .is_some_and(|names| names.iter().any(|n| n == d))
+                MODULE_ENTRY_ALIASES.contains(&name)
+                    && self
+                        .aliases
+                        .get(&start)
+                        .is_some_and(|names| names.iter().any(|n| n == d))
             });
             last.name = Some(dwarf_alias.unwrap_or_else(|| demangle(name)));
             last.func_start = Some(start);
@@ -415,10 +469,16 @@ fn collect_symbols(
                 _ => return,
             }
         };
+        let binding = match sym.flags() {
+            object::SymbolFlags::Elf { st_info, .. } => st_info >> 4,
+            _ => object::elf::STB_GLOBAL,
+        };
         syms.push(Sym {
             start,
             size: sym.size(),
             name: name.to_string(),
+            weak: binding == object::elf::STB_WEAK,
+            global: binding == object::elf::STB_GLOBAL,
         });
     };
     for s in obj.symbols() {
@@ -432,6 +492,11 @@ fn collect_symbols(
     syms
 }
 
+/// Whether the file has a .symtab with entries (a stripped one has only .dynsym).
+fn has_symtab(obj: &object::File<'_>) -> bool {
+    obj.symbols().next().is_some()
+}
+
 fn aliases_of(syms: &[Sym]) -> HashMap<u64, Vec<String>> {
     let mut by_addr: HashMap<u64, Vec<String>> = HashMap::new();
     for s in syms {
@@ -442,8 +507,19 @@ fn aliases_of(syms: &[Sym]) -> HashMap<u64, Vec<String>> {
 }
 
 fn finish_symbols(syms: &mut Vec<Sym>) {
-    // Prefer sized symbols over aliases without size at the same address.
-    syms.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+    // Of the aliases at one address keep the one `perf report` names it by (perf's
+    // choose_best_symbol): sized, not weak, global, fewest leading underscores, longest name,
+    // then the first in the table — so that both tools agree (`memmove`, not `memcpy`).
+    syms.sort_by_key(|s| {
+        (
+            s.start,
+            s.size == 0,
+            s.weak,
+            !s.global,
+            s.name.bytes().take_while(|b| *b == b'_').count(),
+            std::cmp::Reverse(s.name.len()),
+        )
+    });
     syms.dedup_by_key(|s| s.start);
     for i in 0..syms.len() {
         if syms[i].size == 0 {
@@ -457,6 +533,7 @@ fn finish_symbols(syms: &mut Vec<Sym>) {
 /// section addresses in `reloc`.
 fn load_dwarf(
     obj: &object::File<'_>,
+    map: &Rc<memmap2::Mmap>,
     reloc: Option<&HashMap<SectionIndex, Option<u64>>>,
 ) -> std::result::Result<gimli::Dwarf<Reader>, String> {
     let endian = if obj.is_little_endian() {
@@ -466,7 +543,7 @@ fn load_dwarf(
     };
     let load = |id: gimli::SectionId| -> std::result::Result<Reader, String> {
         let Some(sec) = obj.section_by_name(id.name()) else {
-            return Ok(Reader::new(Rc::from(&[][..]), endian));
+            return Ok(Reader::new(SectionBytes::Owned(Rc::from(&[][..])), endian));
         };
         let data: Cow<'_, [u8]> = sec
             .uncompressed_data()
@@ -475,7 +552,18 @@ fn load_dwarf(
             Some(addrs) => Cow::Owned(relocate(obj, &sec, data.into_owned(), addrs)?),
             None => data,
         };
-        Ok(Reader::new(Rc::from(&data[..]), endian))
+        let bytes = match data {
+            Cow::Borrowed(b) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
+                Some(start) if start + b.len() <= map.len() => SectionBytes::Mapped {
+                    map: map.clone(),
+                    start,
+                    len: b.len(),
+                },
+                _ => SectionBytes::Owned(Rc::from(b)),
+            },
+            Cow::Owned(v) => SectionBytes::Owned(v.into()),
+        };
+        Ok(Reader::new(bytes, endian))
     };
     gimli::Dwarf::load(load)
 }

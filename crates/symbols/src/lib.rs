@@ -25,6 +25,7 @@ pub mod index;
 pub mod kallsyms;
 pub mod perf_header;
 pub mod profile;
+mod quiet_panic;
 pub mod sources;
 mod symbolize;
 pub mod views;

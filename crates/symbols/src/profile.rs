@@ -5,6 +5,7 @@
 //! Indices into the tables are plain `usize`s into the owning `Vec`s.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A symbolized capture.
 #[derive(Debug, Clone, Default)]
@@ -110,8 +111,9 @@ pub struct Frame {
     /// Address in the symbol file's address space (after KASLR / module relocation / MMAP
     /// bias), which is what disassembly and `addr2line` use.
     pub address: u64,
-    /// Source position of the address in this function.
-    pub file: Option<String>,
+    /// Source position of the address in this function. Shared: a capture has millions of
+    /// frames and a few thousand source files.
+    pub file: Option<Arc<str>>,
     pub line: Option<u32>,
     /// This frame is an inlined call inside the next (outer) frame of the same address.
     pub inlined: bool,

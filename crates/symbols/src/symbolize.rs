@@ -16,16 +16,27 @@ use crate::sources::{Lookup, Sources};
 use kprof_capture::manifest::parse_hex_addr;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, RecordType};
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
 const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 const PROT_EXEC: u32 = 4;
+/// End of a chain of stacks with one hash.
+const NO_STACK: u32 = u32::MAX;
+
+/// The frames one address resolved to: `profile.frames[start..end]`, innermost inlined
+/// call first.
+#[derive(Debug, Clone, Copy)]
+struct FrameRun {
+    start: usize,
+    end: usize,
+}
 
 /// Where to look for symbols and how.
 #[derive(Debug, Clone)]
@@ -188,11 +199,16 @@ struct State<'a> {
     comms: HashMap<i32, String>,
     threads: HashMap<(i32, i32, String), usize>,
     functions: HashMap<(usize, Option<String>), usize>,
-    frames: HashMap<Frame, usize>,
-    resolved: HashMap<(usize, u64), Rc<[usize]>>,
-    /// Hash of (thread, frames) → indices of `profile.stacks` with that hash: the frames
-    /// are stored once, in the profile.
-    stacks: HashMap<u64, Vec<usize>>,
+    /// `(image, address)` → the run of `profile.frames` it resolved to. A frame's address
+    /// is in its image's own address space, so one address of one image gives the same
+    /// frames wherever it was mapped: frames need no other deduplication.
+    resolved: HashMap<(usize, u64), FrameRun>,
+    /// Hash of (thread, frames) → the newest index of `profile.stacks` with that hash;
+    /// `stack_chain[i]` is the next older one. The frames are stored once, in the profile,
+    /// and this costs 12–16 bytes per distinct stack (a map of vectors cost ~70).
+    stacks: HashMap<u64, u32>,
+    stack_chain: Vec<u32>,
+    files_seen: HashSet<Arc<str>>,
     user_images: HashMap<(Rc<str>, Option<String>), usize>,
     unknown_image: Option<usize>,
     /// User images whose file has symbols but no DWARF lines, and ones without symbols.
@@ -276,14 +292,25 @@ impl<'a> State<'a> {
             comms: HashMap::new(),
             threads: HashMap::new(),
             functions: HashMap::new(),
-            frames: HashMap::new(),
             resolved: HashMap::new(),
             stacks: HashMap::new(),
+            stack_chain: Vec::new(),
+            files_seen: HashSet::new(),
             user_images: HashMap::new(),
             unknown_image: None,
             no_lines: Vec::new(),
             stripped: Vec::new(),
         }
+    }
+
+    /// One shared copy of each source file name.
+    fn intern_file(&mut self, file: String) -> Arc<str> {
+        if let Some(f) = self.files_seen.get(file.as_str()) {
+            return f.clone();
+        }
+        let f: Arc<str> = file.into();
+        self.files_seen.insert(f.clone());
+        f
     }
 
     fn rewrite_source(&self, file: Option<String>) -> Option<String> {
@@ -644,7 +671,7 @@ impl<'a> State<'a> {
         None
     }
 
-    fn resolve_kernel(&mut self, addr: u64) -> Rc<[usize]> {
+    fn resolve_kernel(&mut self, addr: u64) -> FrameRun {
         let (image, lookup_addr, owner) = match self.module_of(addr) {
             Some(m) => (self.module_image(m), addr, self.modules[m].name.clone()),
             None => {
@@ -660,7 +687,7 @@ impl<'a> State<'a> {
         self.resolve_in(image, lookup_addr, &owner)
     }
 
-    fn resolve_user(&mut self, pid: i32, addr: u64) -> Rc<[usize]> {
+    fn resolve_user(&mut self, pid: i32, addr: u64) -> FrameRun {
         let found = self.procs.get(&pid).and_then(|maps| {
             let i = maps.partition_point(|m| m.start <= addr);
             let m = maps.get(i.checked_sub(1)?)?;
@@ -689,9 +716,9 @@ impl<'a> State<'a> {
         self.resolve_in(img, svma, "")
     }
 
-    fn resolve_in(&mut self, image: usize, addr: u64, kallsyms_owner: &str) -> Rc<[usize]> {
+    fn resolve_in(&mut self, image: usize, addr: u64, kallsyms_owner: &str) -> FrameRun {
         if let Some(r) = self.resolved.get(&(image, addr)) {
-            return r.clone();
+            return *r;
         }
         let raw: Vec<RawFrame> = if let Some(f) = &self.files[image] {
             f.frames(addr)
@@ -718,25 +745,23 @@ impl<'a> State<'a> {
                 inlined: false,
             }]
         };
-        let mut out = Vec::with_capacity(raw.len());
+        let start = self.profile.frames.len();
         for r in raw {
             let func = self.function(image, &r);
             let frame = Frame {
                 function: func,
                 address: addr,
-                file: self.rewrite_source(r.file),
+                file: self.rewrite_source(r.file).map(|f| self.intern_file(f)),
                 line: r.line,
                 inlined: r.inlined,
             };
-            let n = self.frames.len();
-            let idx = *self.frames.entry(frame.clone()).or_insert(n);
-            if idx == n {
-                self.profile.frames.push(frame);
-            }
-            out.push(idx);
+            self.profile.frames.push(frame);
         }
-        let out: Rc<[usize]> = out.into();
-        self.resolved.insert((image, addr), out.clone());
+        let out = FrameRun {
+            start,
+            end: self.profile.frames.len(),
+        };
+        self.resolved.insert((image, addr), out);
         out
     }
 
@@ -880,6 +905,12 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
     }
 }
 
+/// Kernel record types (below 64) and perf's own (64 up), with room for new ones, and
+/// simpleperf's (from 32768).
+fn known_record_type(t: u32) -> bool {
+    (1..128).contains(&t) || (32768..32768 + 128).contains(&t)
+}
+
 /// Whether a SAMPLE record's call chain length fits in the record; the parser multiplies it
 /// unchecked. The READ block before it is walked the way the parser reads it.
 fn callchain_fits(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>) -> bool {
@@ -999,6 +1030,16 @@ fn read_perf_data(
                 break;
             }
         };
+        let record_type = match &rec {
+            PerfFileRecord::EventRecord { record, .. } => record.record_type.0,
+            PerfFileRecord::UserRecord(u) => u.record_type.record_type().0,
+        };
+        // The reader stops at the end of the data section without complaint when a damaged
+        // size field made it read past it, so an impossible type is the sign left to see.
+        if !known_record_type(record_type) {
+            damaged.get_or_insert_with(|| format!("record of unknown type {record_type}"));
+            continue;
+        }
         let PerfFileRecord::EventRecord { attr_index, record } = rec else {
             continue;
         };
@@ -1025,13 +1066,13 @@ fn read_perf_data(
         }
         // The record parser indexes and multiplies lengths from the file; a damaged record
         // must end as a damaged record, not as a crash of the report.
-        let parsed = match std::panic::catch_unwind(|| record.parse()) {
-            Ok(Ok(p)) => p,
-            Ok(Err(e)) => {
+        let parsed = match crate::quiet_panic::catch_quietly(|| record.parse()) {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => {
                 damaged.get_or_insert_with(|| format!("unparsable record: {e}"));
                 continue;
             }
-            Err(_) => {
+            None => {
                 damaged.get_or_insert_with(|| "record with impossible lengths".into());
                 continue;
             }
@@ -1056,7 +1097,7 @@ fn read_perf_data(
                         } else {
                             st.resolve_user(pid, addr)
                         };
-                        stack_buf.extend_from_slice(&frames);
+                        stack_buf.extend(frames.start..frames.end);
                     };
                 match &s.callchain {
                     Some(cc) if !cc.is_empty() => {
@@ -1090,11 +1131,12 @@ fn read_perf_data(
                     h.finish()
                 };
                 let stacks = &st.profile.stacks;
-                let found = st.stacks.get(&hash).and_then(|c| {
-                    c.iter()
-                        .copied()
-                        .find(|i| stacks[*i].thread == thread && stacks[*i].frames == stack_buf)
-                });
+                let head = st.stacks.get(&hash).copied().unwrap_or(NO_STACK);
+                let found =
+                    std::iter::successors(Some(head), |i| st.stack_chain.get(*i as usize).copied())
+                        .take_while(|i| *i != NO_STACK)
+                        .map(|i| i as usize)
+                        .find(|i| stacks[*i].thread == thread && stacks[*i].frames == stack_buf);
                 let idx = match found {
                     Some(i) => i,
                     None => {
@@ -1104,7 +1146,10 @@ fn read_perf_data(
                             counts: vec![0; nev],
                         });
                         let i = st.profile.stacks.len() - 1;
-                        st.stacks.entry(hash).or_default().push(i);
+                        st.stack_chain.push(head);
+                        if let Ok(i) = u32::try_from(i) {
+                            st.stacks.insert(hash, i);
+                        }
                         i
                     }
                 };

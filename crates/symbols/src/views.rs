@@ -55,12 +55,14 @@ impl Filter {
     }
 }
 
-/// A copy of the profile with only the stacks the filter keeps (tables stay whole, so
-/// indices remain valid).
-pub fn filtered(p: &Profile, f: &Filter) -> Profile {
-    let mut out = p.clone();
-    out.stacks.retain(|s| f.keeps(p, s));
-    out
+/// The profile with only the stacks the filter keeps (tables stay whole, so indices remain
+/// valid). Takes the profile rather than copying it: a large capture's tables are most of
+/// the report's memory.
+pub fn filtered(mut p: Profile, f: &Filter) -> Profile {
+    let keep: Vec<bool> = p.stacks.iter().map(|s| f.keeps(&p, s)).collect();
+    let mut keep = keep.into_iter();
+    p.stacks.retain(|_| keep.next().unwrap_or(false));
+    p
 }
 
 /// Index of the function a stack's samples are "self" time of: its first non-inlined frame,
@@ -74,7 +76,7 @@ pub fn self_frame(p: &Profile, s: &Stack) -> Option<usize> {
 }
 
 /// Samples per `(file, line)`.
-type LineCounts = HashMap<(String, u32), u64>;
+type LineCounts = HashMap<(std::sync::Arc<str>, u32), u64>;
 
 /// A row of the functions view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +130,7 @@ pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionR
                 .into_iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|((file, line), samples)| HotLine {
-                    file,
+                    file: file.to_string(),
                     line,
                     samples,
                 });
@@ -252,11 +254,11 @@ impl CallNode {
         match self
             .sites
             .iter_mut()
-            .find(|s| s.line == line && &s.file == file)
+            .find(|s| s.line == line && *s.file == **file)
         {
             Some(s) => s.samples += n,
             None => self.sites.push(Site {
-                file: file.clone(),
+                file: file.to_string(),
                 line,
                 samples: n,
             }),

@@ -8,7 +8,6 @@ use common::perfdata::{self, Sample};
 use kprof_capture::manifest::{hex_addr, EventRecord, FileDigest, Kernel, Manifest, Module, Uname};
 use kprof_symbols::elf::Placement;
 use kprof_symbols::profile::{Profile, SymbolSource};
-use kprof_symbols::{Capture, Options, Symbolizer};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::path::{Path, PathBuf};
 
@@ -180,21 +179,6 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
     out
 }
 
-fn report(capture: &Path, symbols: &[PathBuf]) -> (Profile, Symbolizer) {
-    let opts = Options {
-        symbol_paths: symbols.to_vec(),
-        index_store: None,
-        system_paths: false,
-        host_files: false,
-        source_prefix: vec![],
-    };
-    let mut s = Symbolizer::new(opts, &mut |_| {}).unwrap();
-    let p = s
-        .symbolize(&Capture::open(capture).unwrap(), &mut |_| {})
-        .unwrap();
-    (p, s)
-}
-
 fn module_image(p: &Profile) -> &kprof_symbols::profile::Image {
     p.images
         .iter()
@@ -215,7 +199,7 @@ fn symbolize_archive_module_samples_resolve() {
     let ko = common::shared_module();
     let tmp = tempfile::tempdir().unwrap();
     let cap = archive(tmp.path(), ko, &build_id_of(ko), true);
-    let (p, _) = report(&cap, &[ko.parent().unwrap().to_path_buf()]);
+    let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
     assert!(matches!(&module_image(&p).symbols, SymbolSource::BuildId { path } if path == ko));
     let place = common::placement(ko);
     let probes = probes(ko, &place);
@@ -269,7 +253,7 @@ fn symbolize_archive_module_mismatch_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let recorded = "ffffffffffffffffffffffffffffffffffffffff";
     let cap = archive(tmp.path(), ko, recorded, true);
-    let (p, _) = report(&cap, &[ko.parent().unwrap().to_path_buf()]);
+    let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
     let actual = build_id_of(ko);
     assert_eq!(module_image(&p).symbols, SymbolSource::Kallsyms);
     assert!(
@@ -303,7 +287,7 @@ fn symbolize_archive_stripped_module_flagged() {
     assert!(st.success());
     assert_eq!(build_id_of(&stripped), build_id_of(ko));
     let cap = archive(tmp.path(), ko, &build_id_of(ko), true);
-    let (p, _) = report(&cap, &[dir]);
+    let (p, _) = common::symbolize(&cap, &[dir]);
     assert_eq!(module_image(&p).symbols, SymbolSource::Kallsyms);
     assert!(
         p.warnings
@@ -320,7 +304,7 @@ fn symbolize_archive_missing_vmlinux_flagged() {
     let ko = common::shared_module();
     let tmp = tempfile::tempdir().unwrap();
     let cap = archive(tmp.path(), ko, &build_id_of(ko), false);
-    let (p, _) = report(&cap, &[ko.parent().unwrap().to_path_buf()]);
+    let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
     let vmlinux = p.images.iter().find(|i| i.name == "vmlinux").unwrap();
     assert!(
         matches!(&vmlinux.symbols, SymbolSource::Missing { why } if why.contains(KERNEL_BUILD_ID))

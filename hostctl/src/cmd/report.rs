@@ -162,15 +162,14 @@ fn event_index(p: &Profile, name: &str) -> anyhow::Result<usize> {
         })
 }
 
-/// A profile with only the given events, in that order (stacks without samples dropped).
-fn project(p: &Profile, events: &[usize]) -> Profile {
-    let mut out = p.clone();
-    out.events = events.iter().map(|e| p.events[*e].clone()).collect();
-    for s in &mut out.stacks {
+/// The profile with only the given events, in that order (stacks without samples dropped).
+fn project(mut p: Profile, events: &[usize]) -> Profile {
+    p.events = events.iter().map(|e| p.events[*e].clone()).collect();
+    for s in &mut p.stacks {
         s.counts = events.iter().map(|e| s.counts[*e]).collect();
     }
-    out.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
-    out
+    p.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
+    p
 }
 
 fn rewrite(prefixes: &[(String, String)], f: &str) -> String {
@@ -229,8 +228,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         pid: args.pid,
         hide_idle: args.no_idle,
     };
+    let had_samples = !l.profile.stacks.is_empty();
     let projected = Loaded {
-        profile: project(&views::filtered(&l.profile, &filter), &events),
+        profile: project(views::filtered(l.profile, &filter), &events),
         symbolizer: l.symbolizer,
         prefixes: l.prefixes,
     };
@@ -239,7 +239,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         eprintln!("kprofctl: warning: {w}");
     }
     if p.stacks.is_empty() {
-        if l.profile.stacks.is_empty() {
+        if !had_samples {
             anyhow::bail!("{}: the capture has no samples", args.capture.display());
         }
         anyhow::bail!(
@@ -292,7 +292,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 } else {
                     args.limit
                 };
-                render::text::write_functions(p, ratio, limit, &mut out)?
+                render::text::write_functions(p, &Filter::default(), ratio, limit, &mut out)?
             }
         }
         Format::Html => {
@@ -334,17 +334,15 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
     let mut stdout = std::io::stdout().lock();
     // The summary is about what the board was busy with; the HTML and `kprofctl report` keep
     // the idle loop.
-    let busy = views::filtered(
-        p,
-        &Filter {
-            hide_idle: true,
-            ..Filter::default()
-        },
-    );
-    if busy.stacks.is_empty() || busy.stacks.len() == p.stacks.len() {
-        render::text::write_functions(p, None, 10, &mut stdout)?;
+    let busy = Filter {
+        hide_idle: true,
+        ..Filter::default()
+    };
+    let busy_stacks = p.stacks.iter().filter(|s| busy.keeps(p, s)).count();
+    if busy_stacks == 0 || busy_stacks == p.stacks.len() {
+        render::text::write_functions(p, &Filter::default(), None, 10, &mut stdout)?;
     } else {
-        render::text::write_functions(&busy, None, 10, &mut stdout)?;
+        render::text::write_functions(p, &busy, None, 10, &mut stdout)?;
         writeln!(
             stdout,
             "(idle loop left out of this summary; `kprofctl report {}` shows it)",

@@ -25,11 +25,7 @@ impl Sshd {
         std::fs::create_dir_all("/run/sshd").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("host_ed25519");
-        run_ok(
-            Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", "test-host", "-f"])
-                .arg(&key),
-        );
+        keygen(&key, "test-host");
         std::fs::write(dir.path().join("authorized_keys"), "").unwrap();
         for _ in 0..5 {
             let port = free_port();
@@ -123,6 +119,44 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A new ed25519 key pair without a passphrase at `key` and `key.pub`.
+fn keygen(key: &Path, comment: &str) {
+    run_ok(
+        Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+            .arg(key),
+    );
+}
+
+/// An sshd that lets the client's key log in as root; the client does not know its host key.
+pub fn untrusted_board() -> (Sshd, Client) {
+    let sshd = Sshd::start("");
+    let client = Client::new();
+    sshd.authorize(&client.pubkey());
+    (sshd, client)
+}
+
+/// [`untrusted_board`] with the client trusting the host key.
+pub fn board() -> (Sshd, Client) {
+    let (sshd, client) = untrusted_board();
+    client.trust(&sshd, sshd.port);
+    (sshd, client)
+}
+
+/// A local user `name` (no home, /bin/sh), created unless it exists; its password is left as
+/// it was.
+pub fn throwaway_user(name: &str) {
+    let exists = Command::new("id")
+        .arg(name)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    if !exists {
+        run_ok(Command::new("useradd").args(["-M", "-d", "/tmp", "-s", "/bin/sh", name]));
+    }
+}
+
 pub fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("spawn");
     assert!(
@@ -146,11 +180,7 @@ impl Client {
         std::fs::create_dir(home.path().join(".ssh")).unwrap();
         let work = tempfile::tempdir().unwrap();
         let key = home.path().join("board_key");
-        run_ok(
-            Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-C", "test-client", "-f"])
-                .arg(&key),
-        );
+        keygen(&key, "test-client");
         Client { home, work, key }
     }
 
@@ -183,6 +213,13 @@ impl Client {
             .env_remove("KPROF_AGENT")
             .env_remove("BUILDDIR")
             .stdin(Stdio::null());
+        cmd
+    }
+
+    /// [`Client::kprofctl`] with `ARGS -i KEY`: logs in with the client's key.
+    pub fn keyed(&self, args: &[&str]) -> Command {
+        let mut cmd = self.kprofctl();
+        cmd.args(args).arg("-i").arg(&self.key);
         cmd
     }
 }

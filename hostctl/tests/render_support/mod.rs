@@ -32,6 +32,16 @@ pub fn kprofctl_ok(args: &[&str], cwd: &Path) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
+/// `kprofctl report perf.data --symbols . --format FORMAT [-o OUT]` in `dir`, which must
+/// succeed; returns its standard output.
+pub fn report(dir: &Path, format: &str, out: Option<&str>) -> String {
+    let mut args = vec!["report", "perf.data", "--symbols", ".", "--format", format];
+    if let Some(out) = out {
+        args.extend(["-o", out]);
+    }
+    kprofctl_ok(&args, dir)
+}
+
 /// The GNU build-id of an ELF file, as `readelf -n` prints it.
 pub fn build_id(elf: &Path) -> String {
     let out = Command::new("readelf")

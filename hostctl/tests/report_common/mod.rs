@@ -43,31 +43,27 @@ pub fn recorded() -> &'static Path {
             .unwrap()
             .keep();
         compile(&dir.join("hotloop"), false);
-        // A fixed period (250 µs of cpu-clock) makes perf's period-sorted order equal to the
-        // sample-count order kprofctl uses.
-        let out = Command::new("perf")
-            .current_dir(&dir)
-            .args([
-                "record",
-                "-e",
-                "cpu-clock",
-                "-c",
-                "250000",
-                "-g",
-                "-o",
-                "perf.data",
-                "./hotloop",
-                "12",
-            ])
-            .output()
-            .expect("running perf (Debian's linux-perf)");
-        assert!(
-            out.status.success(),
-            "perf record: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        perf_record(&dir, &[], "12");
         dir
     })
+}
+
+/// `perf record -e cpu-clock -c 250000 -g OPTIONS -o perf.data ./hotloop REPS` in `dir`, which
+/// must succeed. A fixed period (250 µs of cpu-clock) makes perf's period-sorted order equal
+/// to the sample-count order kprofctl uses.
+pub fn perf_record(dir: &Path, options: &[&str], reps: &str) {
+    let out = Command::new("perf")
+        .current_dir(dir)
+        .args(["record", "-e", "cpu-clock", "-c", "250000", "-g"])
+        .args(options)
+        .args(["-o", "perf.data", "./hotloop", reps])
+        .output()
+        .expect("running perf (Debian's linux-perf)");
+    assert!(
+        out.status.success(),
+        "perf record: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Runs kprofctl with a private build-id index.

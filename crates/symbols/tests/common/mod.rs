@@ -1,9 +1,12 @@
-//! Building the test module with kbuild against Debian's linux-headers.
+//! Building the test module with kbuild against Debian's linux-headers, and symbolizing a
+//! capture with nothing but the given symbol paths.
 #![allow(dead_code)]
 
 pub mod perfdata;
 
 use kprof_symbols::elf::Placement;
+use kprof_symbols::profile::Profile;
+use kprof_symbols::{Capture, Options, Symbolizer};
 use object::{Object, ObjectSection};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -112,4 +115,21 @@ pub fn shared_module() -> &'static Path {
             .keep();
         build_module(&dir)
     })
+}
+
+/// Symbolizes `capture` against `symbols` only (no system paths, no host files, no stored
+/// index), returning the symbolizer too for its symbol files.
+pub fn symbolize(capture: &Path, symbols: &[PathBuf]) -> (Profile, Symbolizer) {
+    let opts = Options {
+        symbol_paths: symbols.to_vec(),
+        index_store: None,
+        system_paths: false,
+        host_files: false,
+        source_prefix: vec![],
+    };
+    let mut s = Symbolizer::new(opts, &mut |_| {}).unwrap();
+    let p = s
+        .symbolize(&Capture::open(capture).unwrap(), &mut |_| {})
+        .unwrap();
+    (p, s)
 }

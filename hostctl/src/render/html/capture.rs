@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_symbols::profile::Profile;
@@ -129,7 +129,9 @@ pub fn shared() -> &'static (Recorded, Profile) {
     })
 }
 
-fn run(command: &mut Command, what: &str) {
+/// Runs `command`, which must start and succeed; `what` names it (and its package) in the
+/// failure.
+pub fn run(command: &mut Command, what: &str) -> Output {
     let out = command
         .output()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
@@ -138,6 +140,7 @@ fn run(command: &mut Command, what: &str) {
         "{what} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
 
 /// `perf report --stdio --no-children --sort sym` of a capture: (symbol, percent) rows.

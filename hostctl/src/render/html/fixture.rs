@@ -129,7 +129,7 @@ pub fn profile() -> Profile {
         frames.push(Frame {
             function,
             address,
-            file: src.map(|(f, _)| f.to_owned()),
+            file: src.map(|(f, _)| f.into()),
             line: src.map(|(_, l)| l),
             inlined,
         });
