@@ -39,14 +39,7 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
         b"2ELIFREP" => true,
         other => return Err(format!("bad magic {other:02x?}, expected PERFILE2")),
     };
-    let u = |i: usize| {
-        let b: [u8; 8] = raw[i * 8..i * 8 + 8].try_into().expect("8 bytes");
-        if big_endian {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
-        }
-    };
+    let u = |i: usize| u64_at(&raw, i * 8, big_endian).expect("within the header");
     let size = u(1);
     if size != HEADER_SIZE {
         return Err(format!("header size {size}, expected {HEADER_SIZE}"));
@@ -95,24 +88,15 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
     within("feature table", table)?;
     r.seek(SeekFrom::Start(table.offset))
         .map_err(|e| e.to_string())?;
-    let conv = |x: &[u8]| {
-        let a: [u8; 8] = x.try_into().expect("8 bytes");
-        if big_endian {
-            u64::from_be_bytes(a)
-        } else {
-            u64::from_le_bytes(a)
-        }
-    };
     // Feature sections follow the table in the order of the set bits of the bitmap.
     let bits = (0..256u32).filter(|&b| u((9 + b / 64) as usize) & (1 << (b % 64)) != 0);
     let mut sections = Vec::new();
     for (i, bit) in bits.enumerate() {
         let mut b = [0u8; 16];
         r.read_exact(&mut b).map_err(|e| e.to_string())?;
-        let (o, s) = b.split_at(8);
         let section = Section {
-            offset: conv(o),
-            size: conv(s),
+            offset: u64_at(&b, 0, big_endian).expect("16 bytes read"),
+            size: u64_at(&b, 8, big_endian).expect("16 bytes read"),
         };
         within(&format!("feature #{i}"), section)?;
         sections.push((bit, section));
@@ -144,8 +128,8 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
             within(
                 "event type ids",
                 Section {
-                    offset: conv(&entry[ids..ids + 8]),
-                    size: conv(&entry[ids + 8..]),
+                    offset: u64_at(entry, ids, big_endian).expect("within the entry"),
+                    size: u64_at(entry, ids + 8, big_endian).expect("within the entry"),
                 },
             )?;
         }
@@ -203,14 +187,37 @@ fn event_desc_fits(b: &[u8], big_endian: bool) -> Option<()> {
     Some(())
 }
 
+fn bytes_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+fn u16_at(b: &[u8], at: usize, big_endian: bool) -> Option<u16> {
+    let a = bytes_at(b, at)?;
+    Some(if big_endian {
+        u16::from_be_bytes(a)
+    } else {
+        u16::from_le_bytes(a)
+    })
+}
+
+/// A u32 count or length, as the `usize` it is used as.
 fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
-    let a: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    let a = bytes_at(b, at)?;
     let v = if big_endian {
         u32::from_be_bytes(a)
     } else {
         u32::from_le_bytes(a)
     };
     usize::try_from(v).ok()
+}
+
+fn u64_at(b: &[u8], at: usize, big_endian: bool) -> Option<u64> {
+    let a = bytes_at(b, at)?;
+    Some(if big_endian {
+        u64::from_be_bytes(a)
+    } else {
+        u64::from_le_bytes(a)
+    })
 }
 
 /// `PERF_RECORD_AUXTRACE`: the first u64 of its body is the number of trace bytes that follow
@@ -233,12 +240,7 @@ fn check_auxtrace(
     while at + 8 <= end {
         r.read_exact(&mut h[..8]).map_err(|e| e.to_string())?;
         let ty = u32_at(&h, 0, big_endian).expect("4 bytes") as u32;
-        let s: [u8; 2] = h[6..8].try_into().expect("2 bytes");
-        let size = u64::from(if big_endian {
-            u16::from_be_bytes(s)
-        } else {
-            u16::from_le_bytes(s)
-        });
+        let size = u64::from(u16_at(&h, 6, big_endian).expect("8 bytes read"));
         if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
             // Shorter than its own header or body: the reader reports these itself.
             return Ok(());
@@ -246,12 +248,7 @@ fn check_auxtrace(
         let mut skip = size - 8;
         if ty == RECORD_AUXTRACE {
             r.read_exact(&mut h[8..16]).map_err(|e| e.to_string())?;
-            let b: [u8; 8] = h[8..16].try_into().expect("8 bytes");
-            let aux = if big_endian {
-                u64::from_be_bytes(b)
-            } else {
-                u64::from_le_bytes(b)
-            };
+            let aux = u64_at(&h, 8, big_endian).expect("16 bytes read");
             if at
                 .checked_add(size)
                 .and_then(|e| e.checked_add(aux))

@@ -59,9 +59,8 @@ impl Filter {
 /// valid). Takes the profile rather than copying it: a large capture's tables are most of
 /// the report's memory.
 pub fn filtered(mut p: Profile, f: &Filter) -> Profile {
-    let keep: Vec<bool> = p.stacks.iter().map(|s| f.keeps(&p, s)).collect();
-    let mut keep = keep.into_iter();
-    p.stacks.retain(|_| keep.next().unwrap_or(false));
+    let stacks = std::mem::take(&mut p.stacks);
+    p.stacks = stacks.into_iter().filter(|s| f.keeps(&p, s)).collect();
     p
 }
 

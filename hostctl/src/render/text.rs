@@ -46,15 +46,15 @@ fn short_file(f: &str) -> &str {
     &f[idx + 1..]
 }
 
-/// The default view: header, images summary, functions table.
+/// The default view: header, images summary, functions table, of the stacks `filter` keeps.
 pub fn write_functions(
     p: &Profile,
-    all: &Filter,
+    filter: &Filter,
     ratio: Option<(usize, usize)>,
     limit: usize,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let totals = views::totals(p, all);
+    let totals = views::totals(p, filter);
     writeln!(out, "Capture: {}", p.meta.capture)?;
     let host: Vec<&str> = [&p.meta.hostname, &p.meta.os_release, &p.meta.arch]
         .into_iter()
@@ -107,7 +107,7 @@ pub fn write_functions(
     writeln!(out, "Images:")?;
     head(out)?;
     writeln!(out, "image                symbols")?;
-    for row in views::images(p, all) {
+    for row in views::images(p, filter) {
         let img = &p.images[row.image];
         cols(out, &row.samples)?;
         writeln!(out, "{:<20} {}", img.name, symbol_status(&img.symbols))?;
@@ -119,7 +119,7 @@ pub fn write_functions(
         out,
         "image                function                                  source"
     )?;
-    let rows = views::functions(p, all);
+    let rows = views::functions(p, filter);
     let n = rows.len();
     for row in rows.iter().take(limit) {
         let f = &p.functions[row.function];
