@@ -348,6 +348,6 @@ mod tests {
     fn parse_elf_build_id_running_binary() {
         let exe = std::env::current_exe().unwrap();
         let bid = elf_build_id(&exe).unwrap();
-        assert!(bid.map_or(true, |b| b.len() >= 8));
+        assert!(bid.is_none_or(|b| b.len() >= 8));
     }
 }

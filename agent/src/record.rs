@@ -1040,14 +1040,12 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     };
     let json = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::Other(format!("cannot encode manifest: {e}")))?;
+    let modules_path = work.path.join(kprof_capture::MODULES);
     let members = [
         Member::Bytes(kprof_capture::MANIFEST, &json),
         Member::File(kprof_capture::PERF_DATA, &perf_path),
         Member::File(kprof_capture::KALLSYMS, &kallsyms_path),
-        Member::File(
-            kprof_capture::MODULES,
-            &work.path.join(kprof_capture::MODULES),
-        ),
+        Member::File(kprof_capture::MODULES, &modules_path),
     ];
     let path = archive::write(&out_dir, &id, &members, stop_ns / 1_000_000_000).map_err(|e| {
         Error::io(
