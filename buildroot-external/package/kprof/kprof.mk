@@ -4,44 +4,62 @@
 #
 ################################################################################
 
-KPROF_VERSION = 0.1.0
-# The kprof repository this external tree lives in (see docs/buildroot.md for
-# building a pinned release from git instead).
-KPROF_SITE = $(BR2_EXTERNAL_KPROF_PATH)/..
-KPROF_SITE_METHOD = local
+# A commit of the kprof repository; mychardrv.mk pins the same one.
+KPROF_VERSION = 826ae577e45b525d58d759ac5a1b520c4ca93cfe
+KPROF_SITE = https://github.com/kprof/kprof.git
+KPROF_SITE_METHOD = git
+# The agent is a member of the workspace at the top of the repository: the
+# download step vendors every crate of the workspace's Cargo.lock, and cargo
+# writes to the workspace's target/ directory, $(KPROF_DIR)/target.
 KPROF_SUBDIR = agent
 KPROF_LICENSE = MIT or Apache-2.0
 KPROF_LICENSE_FILES = LICENSE-APACHE LICENSE-MIT
-# Host build outputs and captures of a developer checkout are no source.
+
+# With KPROF_OVERRIDE_SRCDIR (a checkout, see docs/buildroot.md) Buildroot
+# rsyncs the checkout and skips the download step, which is what vendors the
+# crates for a git site: vendor them from the checkout's Cargo.lock, as
+# support/download/cargo-post-process does. Before the build, not after the
+# rsync, because host-rustc is only a dependency of the build.
+ifneq ($(KPROF_OVERRIDE_SRCDIR),)
 KPROF_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
 	--exclude /target --exclude /target-* --exclude /kprof-captures \
 	--exclude /fuzz/target
-
-# The agent is one member of a cargo workspace (lock file at the top): the
-# download step that vendors crates for git/tarball sites does not run for a
-# local site, so vendor here, like support/download/cargo-post-process does.
 define KPROF_VENDOR_CRATES
-	mkdir -p $(@D)/.cargo $(BR_CARGO_HOME)
-	cd $(@D) && $(HOST_MAKE_ENV) $(PKG_COMMON_CARGO_ENV) \
+	mkdir -p $(KPROF_DIR)/.cargo $(BR_CARGO_HOME)
+	cd $(KPROF_DIR) && $(HOST_MAKE_ENV) $(PKG_COMMON_CARGO_ENV) \
 		flock $(BR_CARGO_HOME)/.br-lock \
 		cargo vendor --locked --manifest-path $(KPROF_SUBDIR)/Cargo.toml \
-		VENDOR > $(@D)/.cargo/config.toml
+		VENDOR > $(KPROF_DIR)/.cargo/config.toml
 endef
 KPROF_PRE_BUILD_HOOKS += KPROF_VENDOR_CRATES
+endif
 
-# Keep DWARF in the build directory's copy of the agent: Buildroot strips the
-# target copy, the unstripped one goes to images/kprof-symbols.
+# cargo refuses --profile next to the --release the cargo infrastructure
+# passes, so the release profile is made the workspace's size-optimised
+# [profile.agent], which Yocto and ci/build-agent build
+# (ci/checks/check-br-profile keeps the two equal). These come after the
+# infrastructure's CARGO_PROFILE_RELEASE_* and win. DWARF stays in the build
+# directory's copy for images/kprof-symbols; Buildroot strips the target's.
 KPROF_CARGO_ENV = \
+	CARGO_PROFILE_RELEASE_OPT_LEVEL=z \
+	CARGO_PROFILE_RELEASE_LTO=fat \
+	CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+	CARGO_PROFILE_RELEASE_PANIC=abort \
 	CARGO_PROFILE_RELEASE_DEBUG=limited \
 	CARGO_PROFILE_RELEASE_STRIP=none
 
-# The kernel options kprof needs: the same fragment the Yocto layer and the
-# virtual board use, plus the one of the kernel architecture if there is one.
-KPROF_KCONFIG_DIR = $(BR2_EXTERNAL_KPROF_PATH)/../meta-kprof/recipes-kernel/linux/files
+# The infrastructure builds the dev profile (target/<triple>/debug) with
+# BR2_ENABLE_DEBUG, the release one otherwise.
+KPROF_AGENT_UNSTRIPPED = \
+	$(KPROF_DIR)/target/$(RUSTC_TARGET_NAME)/$(if $(BR2_ENABLE_DEBUG),debug,release)/kprof-agent
+
+# The kernel options kprof needs: the fragments of the Yocto layer, copied
+# here so that this tree works on its own (ci/checks/check-br-standalone
+# keeps the copies equal), the one of the kernel architecture if there is one.
 KPROF_KCONFIG_ARCH = $(if $(filter x86_64 i386 x86,$(KERNEL_ARCH)),x86,$(KERNEL_ARCH))
 KPROF_KCONFIG_FRAGMENTS = \
-	$(KPROF_KCONFIG_DIR)/kprof.cfg \
-	$(wildcard $(KPROF_KCONFIG_DIR)/kprof-$(KPROF_KCONFIG_ARCH).cfg)
+	$(KPROF_PKGDIR)/kprof.cfg \
+	$(wildcard $(KPROF_PKGDIR)/kprof-$(KPROF_KCONFIG_ARCH).cfg)
 KPROF_KCONFIG_ON = \
 	$(shell sed -n 's/^\(CONFIG_[A-Z0-9_]*\)=y$$/\1/p' $(KPROF_KCONFIG_FRAGMENTS))
 KPROF_KCONFIG_OFF = \
@@ -52,9 +70,11 @@ define KPROF_LINUX_CONFIG_FIXUPS
 	$(foreach opt,$(KPROF_KCONFIG_OFF),$(call KCONFIG_DISABLE_OPT,$(opt))$(sep))
 endef
 
+# Target-finalize hooks run in Buildroot's top directory, not in a package's
+# build directory ($(@D) is "."): every path is absolute.
 ifeq ($(BR2_PACKAGE_KPROF_MODULE_DEBUG_INFO),y)
 define KPROF_UNSTRIP_TARGET_MODULES
-	$(BR2_EXTERNAL_KPROF_PATH)/package/kprof/kprof-symbols unstrip-modules \
+	$(KPROF_PKGDIR)/kprof-symbols unstrip-modules \
 		$(TARGET_DIR) $(LINUX_DIR) $(BUILD_DIR) $(TARGET_READELF)
 endef
 KPROF_TARGET_FINALIZE_HOOKS += KPROF_UNSTRIP_TARGET_MODULES
@@ -62,10 +82,10 @@ endif
 
 ifeq ($(BR2_PACKAGE_KPROF_EXPORT_SYMBOLS),y)
 define KPROF_EXPORT_SYMBOLS
-	$(BR2_EXTERNAL_KPROF_PATH)/package/kprof/kprof-symbols export \
+	$(KPROF_PKGDIR)/kprof-symbols export \
 		$(TARGET_DIR) $(LINUX_DIR) $(BUILD_DIR) $(TARGET_READELF) \
 		$(BINARIES_DIR)/kprof-symbols \
-		$(@D)/target/$(RUSTC_TARGET_NAME)/release/kprof-agent
+		$(KPROF_AGENT_UNSTRIPPED)
 endef
 KPROF_TARGET_FINALIZE_HOOKS += KPROF_EXPORT_SYMBOLS
 endif

@@ -4,11 +4,17 @@
 #
 ################################################################################
 
-MYCHARDRV_VERSION = 1.0
-# The example module of the kprof repository this external tree lives in.
-MYCHARDRV_SITE = $(BR2_EXTERNAL_KPROF_PATH)/../examples/mychardrv
-MYCHARDRV_SITE_METHOD = local
+# The example module of the kprof repository, at the commit kprof.mk pins.
+MYCHARDRV_VERSION = 826ae577e45b525d58d759ac5a1b520c4ca93cfe
+MYCHARDRV_SITE = https://github.com/kprof/kprof.git
+MYCHARDRV_SITE_METHOD = git
+MYCHARDRV_MODULE_SUBDIRS = examples/mychardrv
 MYCHARDRV_LICENSE = GPL-2.0
+MYCHARDRV_LICENSE_FILES = examples/mychardrv/COPYING
+# With MYCHARDRV_OVERRIDE_SRCDIR pointing at a kprof checkout, as for kprof.
+MYCHARDRV_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
+	--exclude /target --exclude /target-* --exclude /kprof-captures \
+	--exclude /fuzz/target
 
 $(eval $(kernel-module))
 $(eval $(generic-package))
