@@ -3,7 +3,6 @@
 
 mod cmd;
 mod remote;
-mod render;
 mod state;
 
 use clap::{Parser, Subcommand};

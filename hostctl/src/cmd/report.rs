@@ -1,8 +1,8 @@
 //! `kprofctl report`: symbolize a capture and show one view of it in one format.
 
 use super::symbol_args::SymbolArgs;
-use crate::render;
 use anyhow::Context;
+use kprof_report as render;
 use kprof_symbols::annotate::Annotation;
 use kprof_symbols::profile::Profile;
 use kprof_symbols::views::{self, Direction, Filter};

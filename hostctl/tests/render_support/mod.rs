@@ -2,9 +2,9 @@
 //! running kprofctl. The first two are the files the unit tests use.
 #![allow(dead_code)] // Each test binary uses its own part of this module.
 
-#[path = "../../src/render/html/capture.rs"]
+#[path = "../../../crates/report/src/test_support/capture.rs"]
 pub mod capture;
-#[path = "../../src/render/html/chromium.rs"]
+#[path = "../../../crates/report/src/test_support/chromium.rs"]
 pub mod chromium;
 
 use std::path::Path;

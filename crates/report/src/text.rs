@@ -5,6 +5,8 @@ use kprof_symbols::profile::{Profile, SymbolSource};
 use kprof_symbols::views::{self, CallNode, Direction, Filter};
 use std::io::Write;
 
+use crate::Error;
+
 fn pct(n: u64, total: u64) -> f64 {
     if total == 0 {
         0.0
@@ -53,7 +55,7 @@ pub fn write_functions(
     ratio: Option<(usize, usize)>,
     limit: usize,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let totals = views::totals(p, filter);
     writeln!(out, "Capture: {}", p.meta.capture)?;
     let host: Vec<&str> = [&p.meta.hostname, &p.meta.os_release, &p.meta.arch]
@@ -161,7 +163,7 @@ pub fn write_tree(
     root: &CallNode,
     dir: Direction,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let what = match dir {
         Direction::Callers => "callers of",
         Direction::Callees => "callees of",
@@ -224,7 +226,7 @@ pub fn write_annotation(
     p: &Profile,
     anns: &[Annotation],
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let Some(a) = anns.first() else { return Ok(()) };
     writeln!(
         out,

@@ -107,6 +107,7 @@ pub enum NodeKey {
 /// A node of the top-down call tree.
 #[derive(Debug, Clone)]
 pub struct Node {
+    /// What the node stands for.
     pub key: NodeKey,
     /// Samples of stacks through this node, per event.
     pub counts: Vec<u64>,
@@ -125,6 +126,7 @@ pub struct CallTree {
 }
 
 impl CallTree {
+    /// The call tree of every stack of `profile`.
     pub fn build(profile: &Profile) -> CallTree {
         let n = profile.events.len();
         let new_node = |key| Node {
@@ -243,8 +245,11 @@ impl Hasher for IdHasher {
 pub struct HotLine {
     /// Index into [`Profile::functions`] of the innermost (possibly inlined) function.
     pub function: usize,
+    /// The source file, as the line table names it.
     pub file: String,
+    /// The line in `file`.
     pub line: u32,
+    /// Samples per event.
     pub counts: Vec<u64>,
 }
 

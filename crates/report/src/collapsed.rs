@@ -8,18 +8,19 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
-use anyhow::{bail, Context};
 use kprof_symbols::profile::{Image, Profile};
 
+use crate::Error;
+
 /// Writes the collapsed stacks of the first event.
-pub fn write(profile: &Profile, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write(profile: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     write_event(profile, 0, out)
 }
 
 /// Writes the collapsed stacks of event `event` (index into [`Profile::events`]).
-pub fn write_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_event(profile: &Profile, event: usize, out: &mut dyn Write) -> Result<(), Error> {
     for (line, count) in fold(profile, event)? {
-        writeln!(out, "{line} {count}").context("writing collapsed stacks")?;
+        writeln!(out, "{line} {count}").map_err(Error::writing("writing collapsed stacks"))?;
     }
     Ok(())
 }
@@ -28,7 +29,7 @@ pub fn write_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyh
 ///
 /// Stacks of different threads with the same command name fold into one line, as in
 /// `stackcollapse-perf.pl`.
-pub fn fold(profile: &Profile, event: usize) -> anyhow::Result<BTreeMap<String, u64>> {
+pub fn fold(profile: &Profile, event: usize) -> Result<BTreeMap<String, u64>, Error> {
     check_event(profile, event)?;
     // Labels once per function (plain and inlined) and thread: millions of frames share a
     // few thousand functions.
@@ -73,6 +74,7 @@ pub struct FrameLabels {
 }
 
 impl FrameLabels {
+    /// The labels of every function of `profile`.
     pub fn new(profile: &Profile) -> FrameLabels {
         let by_function = profile
             .functions
@@ -132,15 +134,15 @@ impl FrameLabels {
 }
 
 /// Fails with a clear message when `event` does not name an event of the profile.
-pub fn check_event(profile: &Profile, event: usize) -> anyhow::Result<()> {
+pub fn check_event(profile: &Profile, event: usize) -> Result<(), Error> {
     if profile.events.is_empty() {
-        bail!("the profile has no sampled events");
+        return Err(Error::NoEvents);
     }
     if event >= profile.events.len() {
-        bail!(
-            "event #{event} does not exist: the profile has {} event(s)",
-            profile.events.len()
-        );
+        return Err(Error::NoSuchEvent {
+            event,
+            count: profile.events.len(),
+        });
     }
     Ok(())
 }
@@ -196,7 +198,7 @@ fn push_sanitized(line: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::html::fixture;
+    use crate::test_support::fixture;
     use kprof_symbols::profile::{Stack, Thread};
 
     fn text(profile: &Profile, event: usize) -> String {

@@ -16,24 +16,23 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use anyhow::Context;
 use flate2::{write::GzEncoder, Compression};
 use kprof_symbols::profile::{Profile, SymbolSource};
 use prost::Message;
 
-use super::collapsed;
+use crate::{collapsed, Error};
 
 /// Writes the gzipped protobuf.
-pub fn write(profile: &Profile, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write(profile: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     let message = build(profile)?;
     let mut gz = GzEncoder::new(out, Compression::default());
     gz.write_all(&message.encode_to_vec())
         .and_then(|()| gz.finish().map(drop))
-        .context("writing the pprof profile")
+        .map_err(Error::writing("writing the pprof profile"))
 }
 
 /// The protobuf message of a profile.
-pub fn build(profile: &Profile) -> anyhow::Result<proto::Profile> {
+pub fn build(profile: &Profile) -> Result<proto::Profile, Error> {
     collapsed::check_event(profile, 0)?;
     let mut b = Builder {
         profile,
@@ -116,7 +115,7 @@ impl Builder<'_> {
     /// "the main binary", is the user image with the most samples of the first event.
     fn mappings_in_order(&mut self) {
         let profile = self.profile;
-        let counts = super::html::model::image_counts(profile);
+        let counts = crate::html::model::image_counts(profile);
         let mut used = vec![false; profile.images.len()];
         for stack in profile
             .stacks
@@ -330,6 +329,8 @@ impl Strings {
 
 /// The messages of pprof's `profile.proto` (package `perftools.profiles`), with its field
 /// numbers, written out by hand so the build needs no `protoc`.
+// The fields are `profile.proto`'s, documented there under the same names.
+#[allow(missing_docs)]
 pub mod proto {
     /// `perftools.profiles.Profile`.
     #[derive(Clone, PartialEq, prost::Message)]

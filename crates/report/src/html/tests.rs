@@ -1,9 +1,9 @@
 //! Tests of the HTML page on the hand-built profile, in headless Chromium too.
 use kprof_symbols::annotate::{Instruction, SourceLine};
 
-use super::chromium::{assert_non_blank_png, chromium, chromium_url};
 use super::*;
-use super::{capture, fixture};
+use crate::test_support::chromium::{assert_non_blank_png, chromium, chromium_url};
+use crate::test_support::{capture, fixture};
 
 fn page(annotation: Option<&Annotation>) -> String {
     let mut out = Vec::new();
@@ -227,25 +227,10 @@ fn first_body_row<'a>(html: &'a str, id: &str) -> &'a str {
 }
 
 fn decode_base64(s: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("not base64: {c}"),
-    };
-    let mut out = Vec::new();
-    for chunk in s.as_bytes().chunks(4) {
-        let n = chunk
-            .iter()
-            .take_while(|&&c| c != b'=')
-            .enumerate()
-            .fold(0u32, |n, (i, &c)| n | u32::from(value(c)) << (18 - 6 * i));
-        let bytes = chunk.iter().filter(|&&c| c != b'=').count() - 1;
-        out.extend(&n.to_be_bytes()[1..=bytes]);
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .expect("base64")
 }
 
 /// On a real `perf record -g` capture of a C program, the page's top function is the one

@@ -31,6 +31,7 @@ pub struct Row {
     pub label: String,
     /// Source text, the disassembled instruction, or the file name of a heading.
     pub text: String,
+    /// Samples at the line or instruction (0 for a heading).
     pub samples: u64,
 }
 

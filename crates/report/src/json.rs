@@ -9,6 +9,8 @@ use kprof_symbols::views::{self, CallNode, Direction, Filter};
 use serde_json::{json, Value};
 use std::io::Write;
 
+use crate::Error;
+
 /// `schema` of every JSON report.
 pub const SCHEMA: &str = "kprof-report";
 /// `version` of the schema written.
@@ -96,7 +98,7 @@ fn base(p: &Profile) -> serde_json::Map<String, Value> {
     m
 }
 
-fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> anyhow::Result<()> {
+fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> Result<(), Error> {
     serde_json::to_writer_pretty(&mut *out, &Value::Object(m))?;
     writeln!(out)?;
     Ok(())
@@ -107,7 +109,7 @@ pub fn write_functions(
     p: &Profile,
     ratio: Option<(usize, usize)>,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let mut m = base(p);
     let all = Filter::default();
     let totals = views::totals(p, &all);
@@ -153,7 +155,7 @@ pub fn write_tree(
     root: &CallNode,
     dir: Direction,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     fn node(p: &Profile, n: &CallNode, total: u64) -> Value {
         let mut v = function_ref(p, n.function);
         v["samples"] = json!(n.samples);
@@ -184,7 +186,7 @@ pub fn write_annotation(
     p: &Profile,
     anns: &[Annotation],
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let mut m = base(p);
     if let Some(a) = anns.first() {
         let lines: Vec<Value> = a

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::*;
-use crate::render::html::fixture;
+use crate::test_support::fixture;
 
 /// Runs `go tool pprof ARGS FILE` and returns its standard output.
 fn go_pprof(args: &[&str], file: &Path) -> String {

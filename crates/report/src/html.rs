@@ -8,13 +8,7 @@
 //! filterable, a column group per event), flamegraph per event, call tree (expandable), and
 //! annotated source (the given annotation, and the hottest source lines of the profile).
 
-#[cfg(test)]
-pub(crate) mod capture;
-#[cfg(test)]
-mod chromium;
 mod escape;
-#[cfg(test)]
-pub(crate) mod fixture;
 pub mod model;
 pub mod source;
 #[cfg(test)]
@@ -22,13 +16,13 @@ mod tests;
 
 use std::io::{self, Write};
 
-use anyhow::Context;
 use kprof_symbols::annotate::Annotation;
 use kprof_symbols::profile::{Profile, SymbolSource};
 
 use self::escape::{base64, Esc};
 use self::model::{percent, CallTree, NodeKey};
 use self::source::Listing;
+use crate::Error;
 
 /// Rows of the functions table; the rest is summed up in a note (the JSON output has all).
 const MAX_FUNCTION_ROWS: usize = 2000;
@@ -45,7 +39,7 @@ pub fn write(
     profile: &Profile,
     annotation: Option<&Annotation>,
     out: &mut dyn Write,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     collapsed_check(profile)?;
     let mut out = io::BufWriter::new(out);
     Page {
@@ -54,11 +48,11 @@ pub fn write(
     }
     .write(annotation, &mut out)
     .and_then(|()| out.flush())
-    .context("writing the HTML report")
+    .map_err(Error::writing("writing the HTML report"))
 }
 
-fn collapsed_check(profile: &Profile) -> anyhow::Result<()> {
-    super::collapsed::check_event(profile, 0)
+fn collapsed_check(profile: &Profile) -> Result<(), Error> {
+    crate::collapsed::check_event(profile, 0)
 }
 
 struct Page<'a> {
@@ -172,9 +166,9 @@ impl Page<'_> {
         order.sort_by(|&a, &b| counts[b].first().cmp(&counts[a].first()).then(a.cmp(&b)));
         for i in order {
             let image = &self.profile.images[i];
-            let space = match super::collapsed::frame_kind_of_image(image) {
-                super::collapsed::FrameKind::Kernel => "<span class=\"kernel\">kernel</span>",
-                super::collapsed::FrameKind::Module => "<span class=\"module\">module</span>",
+            let space = match crate::collapsed::frame_kind_of_image(image) {
+                crate::collapsed::FrameKind::Kernel => "<span class=\"kernel\">kernel</span>",
+                crate::collapsed::FrameKind::Module => "<span class=\"module\">module</span>",
                 _ => "<span class=\"user\">user</span>",
             };
             write!(
@@ -311,7 +305,7 @@ impl Page<'_> {
             let hidden = if i == 0 { "" } else { " hidden" };
             writeln!(out, "<div class=\"flame-pane\" data-event=\"{i}\"{hidden}>")?;
             let mut svg = Vec::new();
-            match super::flamegraph::write_svg_event(self.profile, i, &mut svg) {
+            match crate::flamegraph::write_svg_event(self.profile, i, &mut svg) {
                 Ok(()) => {
                     writeln!(
                         out,
@@ -326,7 +320,7 @@ impl Page<'_> {
                     out,
                     "<p class=\"note\">No flamegraph for {}: {}</p>",
                     Esc(&event.name),
-                    Esc(&format!("{err:#}"))
+                    Esc(&err.chain())
                 )?,
             }
             writeln!(out, "</div>")?;

@@ -7,24 +7,23 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Context};
 use inferno::flamegraph::{self, color::PaletteMap, Options};
 use kprof_symbols::profile::Profile;
 
-use super::collapsed;
+use crate::{collapsed, Error};
 
 /// Writes the flamegraph of the first event.
-pub fn write_svg(profile: &Profile, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_svg(profile: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     write_svg_event(profile, 0, out)
 }
 
 /// Writes the flamegraph of event `event` (index into [`Profile::events`]).
-pub fn write_svg_event(profile: &Profile, event: usize, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn write_svg_event(profile: &Profile, event: usize, out: &mut dyn Write) -> Result<(), Error> {
     let folded = collapsed::fold(profile, event)?;
     let name = &profile.events[event].name;
     let samples: u64 = folded.values().sum();
     if samples == 0 {
-        bail!("no samples of event {name} to draw a flamegraph from");
+        return Err(Error::NoSamples(name.clone()));
     }
 
     let mut palette = PaletteMap::default();
@@ -68,7 +67,7 @@ pub fn write_svg_event(profile: &Profile, event: usize, out: &mut dyn Write) -> 
         .map(|(stack, count)| format!("{stack} {count}"))
         .collect();
     flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
-        .context("drawing the flamegraph")?;
+        .map_err(Error::writing("drawing the flamegraph"))?;
     Ok(())
 }
 
@@ -98,7 +97,7 @@ fn shade(name: &str) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::html::fixture;
+    use crate::test_support::fixture;
 
     fn svg(profile: &Profile, event: usize) -> String {
         let mut out = Vec::new();

@@ -1,0 +1,25 @@
+//! kprof's output formats, each rendered from a symbolized [`kprof_symbols::profile::Profile`],
+//! and the per-function comparison of two profiles.
+//!
+//! Every renderer writes to a `dyn Write` and reads nothing else: `kprofctl` decides where the
+//! output goes, shows progress and parses arguments.
+//!
+//! ```no_run
+//! let profile = kprof_symbols::symbolize("capture.kprof.tar.gz".as_ref(), &["vmlinux".into()])?;
+//! kprof_report::flamegraph::write_svg(&profile, &mut std::io::stdout())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod collapsed;
+pub mod diff;
+mod error;
+pub mod flamegraph;
+pub mod html;
+pub mod json;
+pub mod pprof;
+#[cfg(test)]
+mod test_support;
+pub mod text;
+
+pub use error::Error;
