@@ -1,6 +1,7 @@
 //! `kprofctl run`: preflight the board, start `kprof-agent record` detached from the ssh
 //! session (so a dropped link does not end the capture), stream its output, stop it on Ctrl-C.
 
+use crate::cmd::record_options::{CpuList, Frequency, Period, Pid, Seconds};
 use crate::cmd::symbol_args::SymbolArgs;
 use crate::remote::kernel_match;
 use crate::remote::{board, shell, Remote, SshArgs, Target};
@@ -25,22 +26,22 @@ pub struct RunArgs {
         value_name = "HZ",
         conflicts_with = "period"
     )]
-    pub freq: Option<String>,
+    pub freq: Option<Frequency>,
     /// Sample every N events instead.
     #[arg(short = 'c', long = "count", value_name = "PERIOD")]
-    pub period: Option<String>,
+    pub period: Option<Period>,
     /// Do not record call chains (recorded by default: `--callers` needs them).
     #[arg(long)]
     pub no_call_graph: bool,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pub pid: Option<String>,
+    pub pid: Option<Pid>,
     /// CPUs to sample (e.g. 0,2-3).
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpus: Option<String>,
+    pub cpus: Option<CpuList>,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
-    pub duration: Option<String>,
+    pub duration: Option<Seconds>,
     /// Capture directory on the board (default: the agent's, /var/lib/kprof/captures).
     #[arg(short = 'o', long = "output-dir", value_name = "BOARD_DIR")]
     pub output_dir: Option<String>,
@@ -68,16 +69,16 @@ impl RunArgs {
             args.extend(["-e".to_owned(), e.clone()]);
         }
         let pairs = [
-            ("-F", &self.freq),
-            ("-c", &self.period),
-            ("-p", &self.pid),
-            ("-C", &self.cpus),
-            ("--duration", &self.duration),
-            ("-o", &self.output_dir),
+            ("-F", self.freq.map(|v| v.to_string())),
+            ("-c", self.period.map(|v| v.to_string())),
+            ("-p", self.pid.map(|v| v.to_string())),
+            ("-C", self.cpus.as_ref().map(CpuList::to_string)),
+            ("--duration", self.duration.map(|v| v.to_string())),
+            ("-o", self.output_dir.clone()),
         ];
         for (flag, value) in pairs {
             if let Some(v) = value {
-                args.extend([flag.to_owned(), v.clone()]);
+                args.extend([flag.to_owned(), v]);
             }
         }
         if !self.no_call_graph {
@@ -544,6 +545,59 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["x", "b", "--no-call-graph", "--duration", "3"]).unwrap();
         assert_eq!(cli.run.agent_args(), ["record", "--duration", "3"]);
+    }
+
+    /// A bad record option fails while the command line is read, naming the option and value.
+    #[test]
+    fn parse_run_invalid_values_name_the_argument() {
+        for (args, names) in [
+            (["-F", "0"], "--freq <HZ>"),
+            (["-c", "none"], "--count <PERIOD>"),
+            (["-p", "0"], "--pid <PID>"),
+            (["-C", "3-1"], "--cpu <CPUS>"),
+            (["--duration", "0"], "--duration <SECS>"),
+        ] {
+            let err = Cli::try_parse_from(["x", "b"].into_iter().chain(args))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(names) && err.contains(&format!("'{}'", args[1])),
+                "{err}"
+            );
+        }
+    }
+
+    /// Typed options reach the agent as it spells them: ranges, `max`, fractions.
+    #[test]
+    fn agent_args_typed_values_round_trip() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "b",
+            "-F",
+            "max",
+            "-p",
+            "42",
+            "-C",
+            "0,2-3",
+            "--duration",
+            "2.5",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.run.agent_args(),
+            [
+                "record",
+                "-F",
+                "max",
+                "-p",
+                "42",
+                "-C",
+                "0,2-3",
+                "--duration",
+                "2.5",
+                "-g"
+            ]
+        );
     }
 
     /// The capture path is found after workload output that lacks a final newline.
