@@ -1,9 +1,7 @@
 //! `kprofctl report` on a perf.data written by Linux `perf record`: the same top functions and
 //! counts as `perf report`, and the hot loop's source line.
 
-mod report_common;
-
-use report_common::{kprofctl, line_of, recorded};
+use crate::report_common::{kprofctl, line_of, recorded};
 use std::collections::HashMap;
 use std::process::Command;
 

@@ -1,8 +1,6 @@
 //! `kprofctl diff` on two real captures of one program with different workloads.
 
-mod render_support;
-
-use render_support::{capture, kprofctl, kprofctl_ok};
+use crate::render_support::{capture, kprofctl, kprofctl_ok};
 
 /// Less computing and more writing: spin's share drops, the write path's rises, and JSON and
 /// text agree on it.

@@ -1,6 +1,6 @@
 //! Shared by the render and diff CLI tests: the recorded C program, headless Chromium, and
 //! running kprofctl. The first two are the files the unit tests use.
-#![allow(dead_code)] // Each test binary uses its own part of this module.
+#![allow(dead_code)] // capture.rs and chromium.rs are the unit tests' files, used in part here.
 
 #[path = "../../../crates/report/src/test_support/capture.rs"]
 pub mod capture;

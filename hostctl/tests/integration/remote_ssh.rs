@@ -2,9 +2,9 @@
 //! aliases, passwords. A login is proven by an error only a logged-in kprofctl can give: asking
 //! `fetch` for a capture id that does not exist.
 
-mod remote_support;
-
-use remote_support::{board, outcome, run_ok, throwaway_user, untrusted_board, Client, Sshd};
+use crate::remote_support::{
+    board, outcome, run_ok, throwaway_user, untrusted_board, Client, Sshd,
+};
 use std::process::Command;
 
 /// The message `fetch TARGET nope` gives once logged in.
@@ -200,7 +200,7 @@ fn connect_ssh_empty_password_user() {
 #[test]
 fn connect_ssh_closed_port_names_target() {
     let client = Client::new();
-    let port = remote_support::free_port();
+    let port = crate::remote_support::free_port();
     let target = format!("root@127.0.0.1:{port}");
     let (ok, _, err) = outcome(&mut fetch_nope(&client, &target));
     assert!(!ok);

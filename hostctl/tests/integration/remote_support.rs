@@ -1,6 +1,6 @@
 //! A real OpenSSH server for the remote tests: `/usr/sbin/sshd -D` on a free 127.0.0.1 port with
 //! its own host key and config (this machine is the "board"), plus a client home for kprofctl.
-#![allow(dead_code)] // Each test binary uses its own part of this module.
+#![allow(dead_code)] // board_day uses a part of it too.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};

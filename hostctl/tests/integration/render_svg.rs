@@ -1,8 +1,6 @@
 //! `kprofctl report --format svg` on a real capture with user and kernel stacks.
 
-mod render_support;
-
-use render_support::{capture, report};
+use crate::render_support::{capture, report};
 
 /// The flamegraph names the event, has the program's frames image-qualified with the same
 /// counts as the collapsed stacks, and colours kernel frames apart from user frames.

@@ -1,10 +1,8 @@
 //! `kprofctl report --format html` on a real `perf record -g` capture, opened in headless
 //! Chromium.
 
-mod render_support;
-
-use render_support::chromium::{assert_non_blank_png, chromium};
-use render_support::{capture, report};
+use crate::render_support::chromium::{assert_non_blank_png, chromium};
+use crate::render_support::{capture, report};
 
 /// The page renders offline (non-blank screenshot), its functions table starts with the
 /// workload's hot function, the hottest function is annotated, and no URL leaves the file.

@@ -1,8 +1,6 @@
 //! `kprofctl report --format collapsed` on a real capture, against `perf report`.
 
-mod render_support;
-
-use render_support::{capture, perf_sample_count, report};
+use crate::render_support::{capture, perf_sample_count, report};
 
 /// Every sample perf counts is in exactly one line; lines are `comm;root;...;leaf count`
 /// with kernel frames marked `_[k]` under the user frames that made the system call.

@@ -2,9 +2,7 @@
 //! (the "board"): quoting, live output, Ctrl-C, a link cut mid-capture, cut and corrupt
 //! downloads. Every capture goes to a per-test directory (`run -o`).
 
-mod remote_support;
-
-use remote_support::{agent_binary, board, outcome, Client, CuttingProxy, Sshd};
+use crate::remote_support::{agent_binary, board, outcome, Client, CuttingProxy, Sshd};
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,9 +1,7 @@
 //! Bad input to `kprofctl report`: one clear message naming the file, a non-zero exit where
 //! nothing can be shown, no panic; damaged data after good samples is shown with a warning.
 
-mod report_common;
-
-use report_common::{assert_clear_failure, compile, kprofctl, perf_record, recorded};
+use crate::report_common::{assert_clear_failure, compile, kprofctl, perf_record, recorded};
 use std::path::{Path, PathBuf};
 
 fn tmp_copy(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {

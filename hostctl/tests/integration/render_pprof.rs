@@ -1,10 +1,8 @@
 //! `kprofctl report --format pprof` on a real capture, read back by `go tool pprof`.
 
-mod render_support;
-
 use std::process::Command;
 
-use render_support::{build_id, capture, perf_sample_count, report};
+use crate::render_support::{build_id, capture, perf_sample_count, report};
 
 fn go_pprof(args: &[&str], file: &std::path::Path) -> String {
     let out = capture::run(
