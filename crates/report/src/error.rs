@@ -68,3 +68,27 @@ impl Error {
         move |source| Error::Write { what, source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write failure shows what was written and why, as `anyhow`'s `{:#}` would.
+    #[test]
+    fn chain_error_write_names_what_and_cause() {
+        let err = Error::writing("drawing the flamegraph")(io::Error::other("disk full"));
+        assert_eq!(err.to_string(), "drawing the flamegraph");
+        assert_eq!(err.chain(), "drawing the flamegraph: disk full");
+    }
+
+    /// An error without a cause is its message alone.
+    #[test]
+    fn chain_error_no_events_message_only() {
+        assert_eq!(Error::NoEvents.chain(), "the profile has no sampled events");
+        let err = Error::NoSuchEvent { event: 3, count: 2 };
+        assert_eq!(
+            err.chain(),
+            "event #3 does not exist: the profile has 2 event(s)"
+        );
+    }
+}

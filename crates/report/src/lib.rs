@@ -4,10 +4,13 @@
 //! Every renderer writes to a `dyn Write` and reads nothing else: `kprofctl` decides where the
 //! output goes, shows progress and parses arguments.
 //!
-//! ```no_run
-//! let profile = kprof_symbols::symbolize("capture.kprof.tar.gz".as_ref(), &["vmlinux".into()])?;
-//! kprof_report::flamegraph::write_svg(&profile, &mut std::io::stdout())?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//! use kprof_symbols::profile::Profile;
+//!
+//! /// The flamegraph of a profile that `kprof_symbols` made, on standard output.
+//! fn show(profile: &Profile) -> Result<(), kprof_report::Error> {
+//!     kprof_report::flamegraph::write_svg(profile, &mut std::io::stdout())
+//! }
 //! ```
 #![warn(missing_docs)]
 
