@@ -284,4 +284,51 @@ mod tests {
             "/real/x.kprof.tar.gz"
         );
     }
+
+    /// Runs the board-side tail loop with this host's `sh` in a run directory holding
+    /// `files`; returns (stdout, stderr, exit code).
+    fn tail_locally(files: &[(&str, &str)]) -> (String, String, Option<i32>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, content) in files {
+            std::fs::write(dir.path().join(name), content).unwrap();
+        }
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(tail_script(dir.path().to_str().unwrap()))
+            .output()
+            .unwrap();
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+            out.status.code(),
+        )
+    }
+
+    /// Once `status` exists, the loop copies `out` and `err` each once and exits with it.
+    #[test]
+    fn tail_script_finished_run_copies_output_and_status() {
+        let pid = std::process::id().to_string();
+        let (out, err, code) = tail_locally(&[
+            ("out", "line 1\n/var/lib/kprof/captures/a.kprof.tar.gz\n"),
+            ("err", "kprof-agent: 10 samples\n"),
+            ("pid", &pid),
+            ("status", "3\n"),
+        ]);
+        assert_eq!(out, "line 1\n/var/lib/kprof/captures/a.kprof.tar.gz\n");
+        assert_eq!(err, "kprof-agent: 10 samples\n");
+        assert_eq!(code, Some(3));
+    }
+
+    /// A run directory that is gone is exit 255; an agent gone without a status is 254.
+    #[test]
+    fn tail_script_missing_dir_or_status_exit_codes() {
+        let (_, _, code) = tail_locally(&[]);
+        assert_eq!(code, Some(254), "no pid file: the agent is not running");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(tail_script("/nonexistent/kprof-run"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(255));
+    }
 }
