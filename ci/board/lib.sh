@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by ci/board/* scripts (sourced). Cache layout and content hashes.
 #
 # $KPROF_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/kprof) holds
@@ -214,8 +215,8 @@ board_port_free() {
 }
 
 board_pick_port() {
-  local p i
-  for i in $(seq 1 50); do
+  local p
+  for _ in $(seq 1 50); do
     p=$((20000 + RANDOM % 20000))
     board_port_free "$p" && { echo "$p"; return 0; }
   done
@@ -239,11 +240,11 @@ board_qemu_start() {
 }
 
 board_stop() {
-  local pid i
+  local pid
   pid=$(cat "$KPROF_BOARD_STATE/qemu.pid" 2>/dev/null) || return 0
   if board_qemu_alive; then
     kill "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do
+    for _ in $(seq 1 50); do
       [ -e "/proc/$pid" ] || break
       sleep 0.2
     done
@@ -271,10 +272,10 @@ board_accel() {
     return 0
   fi
   board_log "probing KVM with a bounded boot (up to 30 s)"
-  local port console=$KPROF_BOARD_STATE/kvm-probe.log result=tcg i
+  local port console=$KPROF_BOARD_STATE/kvm-probe.log result=tcg
   port=$(board_pick_port)
   if board_qemu_start "$dir" kvm "$port" "$console"; then
-    for i in $(seq 1 60); do
+    for _ in $(seq 1 60); do
       grep -q 'kprof-board: ready' "$console" 2>/dev/null && { result=kvm; break; }
       board_qemu_alive || break
       sleep 0.5

@@ -2,8 +2,8 @@
 //! and report them against the host's build tree with build-id matched symbols.
 
 mod cmd;
+mod progress;
 mod remote;
-mod render;
 mod state;
 
 use clap::{Parser, Subcommand};

@@ -6,6 +6,7 @@
 //! `KPROF_BOARD_N` (the mychardrv workload size, default 10000). Run one at a time:
 //! `cargo test -p kprofctl --test board_day -- --ignored --test-threads=1`.
 
+#[path = "integration/remote_support.rs"]
 mod remote_support;
 
 use remote_support::{outcome, CuttingProxy};

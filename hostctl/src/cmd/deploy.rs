@@ -1,5 +1,6 @@
 //! `kprofctl deploy`: check that the agent binary suits the board, upload and install it.
 
+use crate::progress::{self, Counting};
 use crate::remote::{board, elf, shell::quote, transfer, Remote, SshArgs, Target};
 use crate::state::State;
 use anyhow::Context as _;
@@ -120,7 +121,7 @@ fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Re
          {{ if command -v sha256sum >/dev/null 2>&1; then sha256sum {tmp}; else echo \"- $(wc -c < {tmp})\"; fi; }}",
         tmp = quote(&tmp)
     );
-    let bar = transfer::progress_bar(bytes.len() as u64, "kprof-agent");
+    let bar = progress::bar(bytes.len() as u64, "kprof-agent", Counting::Bytes);
     let out = remote.exec_with_input(&command, &mut &bytes[..], |n| bar.inc(n));
     bar.finish_and_clear();
     let out = out?;

@@ -1,13 +1,14 @@
 //! `kprofctl report`: symbolize a capture and show one view of it in one format.
 
 use super::symbol_args::SymbolArgs;
-use crate::render;
+use crate::progress::{self, Counting};
 use anyhow::Context;
+use kprof_report as render;
 use kprof_symbols::annotate::Annotation;
 use kprof_symbols::profile::Profile;
 use kprof_symbols::views::{self, Direction, Filter};
 use kprof_symbols::{Capture, Symbolizer};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Output formats.
@@ -90,52 +91,32 @@ pub struct Loaded {
 pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
     let opts = symbols.options()?;
     let prefixes = opts.source_prefix.clone();
-    let bar = progress_bar();
-    let mut on_progress = |p: kprof_symbols::Progress| {
-        let Some(bar) = &bar else { return };
-        match p {
-            kprof_symbols::Progress::Index(kprof_symbols::index::Progress::Walked(n)) => {
-                bar.set_message(format!("indexing symbol paths: {n} files"));
-                bar.tick();
-            }
-            kprof_symbols::Progress::Index(kprof_symbols::index::Progress::Read {
-                done,
-                total,
-            }) => {
-                bar.set_length(total);
-                bar.set_position(done);
-                bar.set_message("reading build-ids");
-            }
-            kprof_symbols::Progress::Samples { bytes, total } => {
-                bar.set_length(total);
-                bar.set_position(bytes);
-                bar.set_message("symbolizing samples");
-            }
+    let bar = progress::bar(0, "", Counting::Percent);
+    let mut on_progress = |p: kprof_symbols::Progress| match p {
+        kprof_symbols::Progress::Index(kprof_symbols::index::Progress::Walked(n)) => {
+            bar.set_message(format!("indexing symbol paths: {n} files"));
+            bar.tick();
+        }
+        kprof_symbols::Progress::Index(kprof_symbols::index::Progress::Read { done, total }) => {
+            bar.set_length(total);
+            bar.set_position(done);
+            bar.set_message("reading build-ids");
+        }
+        kprof_symbols::Progress::Samples { bytes, total } => {
+            bar.set_length(total);
+            bar.set_position(bytes);
+            bar.set_message("symbolizing samples");
         }
     };
     let mut symbolizer = Symbolizer::new(opts, &mut on_progress)?;
     let cap = Capture::open(capture)?;
     let profile = symbolizer.symbolize(&cap, &mut on_progress)?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    bar.finish_and_clear();
     Ok(Loaded {
         profile,
         symbolizer,
         prefixes,
     })
-}
-
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {percent}%")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    Some(bar)
 }
 
 /// Event indices selected by `--event`, in the order given; all events when none.

@@ -3,7 +3,7 @@
 
 use super::report::load;
 use super::symbol_args::SymbolArgs;
-use crate::render::text::symbol_status;
+use kprof_report::text::symbol_status;
 use kprof_symbols::profile::SymbolSource;
 use kprof_symbols::views::{self, Filter};
 use std::io::Write;

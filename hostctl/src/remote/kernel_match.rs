@@ -2,6 +2,7 @@
 //! compare the GNU build-id of `/sys/kernel/notes` with the vmlinux files kprofctl would use.
 
 use crate::cmd::symbol_args::SymbolArgs;
+use crate::progress::{self, Counting};
 use kprof_symbols::index::BuildIdIndex;
 use std::path::PathBuf;
 
@@ -76,7 +77,7 @@ pub fn check(board_id: Option<&str>, symbols: &SymbolArgs) -> anyhow::Result<Ker
         return Ok(KernelMatch::BoardHasNoBuildId);
     };
     let opts = symbols.options()?;
-    let bar = crate::remote::transfer::progress_bar(0, "indexing symbol paths");
+    let bar = progress::bar(0, "indexing symbol paths", Counting::Bytes);
     let index = BuildIdIndex::update(&opts.symbol_paths, opts.index_store.as_deref(), &mut |p| {
         if let kprof_symbols::index::Progress::Read { done, total } = p {
             bar.set_length(total);

@@ -1,7 +1,8 @@
-//! The board side over ssh: targets, authentication, host keys, transfers.
+//! The board side over ssh: targets, authentication, host keys, transfers, detached runs.
 
 mod auth;
 pub mod board;
+pub mod detached;
 pub mod elf;
 pub mod kernel_match;
 mod known_hosts;

@@ -4,30 +4,14 @@
 use super::board::{self, RemoteCapture};
 use super::session::Remote;
 use super::shell::quote;
+use crate::progress::{self, Counting};
 use anyhow::Context as _;
 use sha2::Digest as _;
-use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 /// Suffix of a download in progress.
 pub const PART_SUFFIX: &str = ".part";
-
-/// A progress bar on stderr, hidden when stderr is not a terminal.
-pub fn progress_bar(len: u64, label: &str) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(len);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar.set_message(label.to_owned());
-    bar
-}
 
 /// Fetches `cap` into `dir` (resuming a `.part` left by a cut download) and returns the path
 /// of the verified archive.
@@ -103,7 +87,7 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
         .append(true)
         .open(part)
         .with_context(|| format!("cannot open {}", part.display()))?;
-    let bar = progress_bar(cap.size, &cap.id);
+    let bar = progress::bar(cap.size, &cap.id, Counting::Bytes);
     bar.set_position(offset);
     let mut ch = remote.channel(&command)?;
     let mut buf = vec![0u8; 256 * 1024];

@@ -1,0 +1,227 @@
+//! `--format json`: the versioned report schema of docs/json-schema.md.
+//!
+//! Bump [`VERSION`] on any change a consumer of the previous version would misread; adding
+//! fields is not such a change.
+
+use kprof_symbols::annotate::Annotation;
+use kprof_symbols::profile::{Profile, SymbolSource};
+use kprof_symbols::views::{self, CallNode, Direction, Filter};
+use serde_json::{json, Value};
+use std::io::Write;
+
+use crate::Error;
+
+/// `schema` of every JSON report.
+pub const SCHEMA: &str = "kprof-report";
+/// `version` of the schema written.
+pub const VERSION: u32 = 1;
+
+fn pct(n: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        // Two decimals are plenty and keep the output stable to diff.
+        (n as f64 * 10000.0 / total as f64).round() / 100.0
+    }
+}
+
+fn symbols(s: &SymbolSource) -> Value {
+    match s {
+        SymbolSource::BuildId { path } => json!({"status": "build-id", "path": path}),
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+        } => {
+            json!({"status": "mismatch", "path": path, "expected": expected, "found": found})
+        }
+        SymbolSource::Kallsyms => json!({"status": "kallsyms"}),
+        SymbolSource::Missing { why } => json!({"status": "missing", "why": why}),
+    }
+}
+
+fn function_ref(p: &Profile, f: usize) -> Value {
+    let func = &p.functions[f];
+    json!({
+        "image": p.images[func.image].name,
+        "symbol": func.name.as_deref().unwrap_or("[unknown]"),
+    })
+}
+
+/// The parts every report has: schema, capture, events, images, warnings.
+fn base(p: &Profile) -> serde_json::Map<String, Value> {
+    let all = Filter::default();
+    let totals = views::totals(p, &all);
+    let mut m = serde_json::Map::new();
+    m.insert("schema".into(), json!(SCHEMA));
+    m.insert("version".into(), json!(VERSION));
+    m.insert(
+        "capture".into(),
+        json!({
+            "path": p.meta.capture,
+            "hostname": p.meta.hostname,
+            "os_release": p.meta.os_release,
+            "arch": p.meta.arch,
+            "command": p.meta.command,
+            "lost_samples": p.meta.lost_samples,
+        }),
+    );
+    m.insert(
+        "events".into(),
+        p.events
+            .iter()
+            .zip(&totals)
+            .map(|(e, t)| json!({"name": e.name, "samples": t, "total_samples": e.total_samples, "total_period": e.total_period}))
+            .collect(),
+    );
+    let t0 = totals.first().copied().unwrap_or(0);
+    m.insert(
+        "images".into(),
+        views::images(p, &all)
+            .iter()
+            .map(|r| {
+                let img = &p.images[r.image];
+                json!({
+                    "name": img.name,
+                    "path": img.recorded_path,
+                    "build_id": img.build_id,
+                    "kernel": img.kernel,
+                    "symbols": symbols(&img.symbols),
+                    "samples": r.samples.first().copied().unwrap_or(0),
+                    "percent": pct(r.samples.first().copied().unwrap_or(0), t0),
+                    "counts": r.samples,
+                })
+            })
+            .collect(),
+    );
+    m.insert("warnings".into(), json!(p.warnings));
+    m
+}
+
+fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> Result<(), Error> {
+    serde_json::to_writer_pretty(&mut *out, &Value::Object(m))?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The functions view: every function with self samples, most first.
+pub fn write_functions(
+    p: &Profile,
+    ratio: Option<(usize, usize)>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let mut m = base(p);
+    let all = Filter::default();
+    let totals = views::totals(p, &all);
+    let t0 = totals.first().copied().unwrap_or(0);
+    let funcs: Vec<Value> = views::functions(p, &all)
+        .iter()
+        .map(|r| {
+            let f = &p.functions[r.function];
+            let n = r.samples.first().copied().unwrap_or(0);
+            let source = match (&f.file, f.line) {
+                (Some(file), Some(line)) => json!({"file": file, "line": line}),
+                _ => Value::Null,
+            };
+            let mut v = json!({
+                "image": p.images[f.image].name,
+                "symbol": f.name.as_deref().unwrap_or("[unknown]"),
+                "samples": n,
+                "percent": pct(n, t0),
+                "source": source,
+                "hot_line": r.hot_line.as_ref().map(|h| json!({"file": h.file, "line": h.line, "samples": h.samples})),
+                "address": format!("{:#x}", f.start),
+                "counts": r.samples,
+            });
+            if let Some((a, b)) = ratio {
+                v["ratio"] = json!(views::ratio(r.samples[a], r.samples[b]));
+            }
+            v
+        })
+        .collect();
+    if let Some((a, b)) = ratio {
+        m.insert(
+            "ratio".into(),
+            json!(format!("{}/{}", p.events[a].name, p.events[b].name)),
+        );
+    }
+    m.insert("functions".into(), Value::Array(funcs));
+    finish(m, out)
+}
+
+/// `--callers` / `--callees` as a nested tree.
+pub fn write_tree(
+    p: &Profile,
+    root: &CallNode,
+    dir: Direction,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    fn node(p: &Profile, n: &CallNode, total: u64) -> Value {
+        let mut v = function_ref(p, n.function);
+        v["samples"] = json!(n.samples);
+        v["percent"] = json!(pct(n.samples, total));
+        v["kernel"] = json!(p.images[p.functions[n.function].image].kernel);
+        v["sites"] = n
+            .sites
+            .iter()
+            .map(|s| json!({"file": s.file, "line": s.line, "samples": s.samples}))
+            .collect();
+        v["children"] = n.children.iter().map(|c| node(p, c, total)).collect();
+        v
+    }
+    let mut m = base(p);
+    m.insert(
+        "direction".into(),
+        json!(match dir {
+            Direction::Callers => "callers",
+            Direction::Callees => "callees",
+        }),
+    );
+    m.insert("tree".into(), node(p, root, root.samples));
+    finish(m, out)
+}
+
+/// `--annotate`: source lines and instructions with counts per event.
+pub fn write_annotation(
+    p: &Profile,
+    anns: &[Annotation],
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let mut m = base(p);
+    if let Some(a) = anns.first() {
+        let lines: Vec<Value> = a
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                json!({
+                    "file": l.file, "line": l.line, "text": l.text,
+                    "counts": anns.iter().map(|x| x.lines.get(i).map_or(0, |y| y.samples)).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let insns: Vec<Value> = a
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                json!({
+                    "address": format!("{:#x}", x.address),
+                    "bytes": x.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                    "text": x.text, "file": x.file, "line": x.line,
+                    "counts": anns.iter().map(|y| y.instructions.get(i).map_or(0, |z| z.samples)).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        m.insert(
+            "annotation".into(),
+            json!({
+                "image": a.image, "symbol": a.function,
+                "address": format!("{:#x}", a.start), "size": a.size,
+                "totals": anns.iter().map(|x| x.total).collect::<Vec<_>>(),
+                "lines": lines, "instructions": insns, "notes": a.warnings,
+            }),
+        );
+    }
+    finish(m, out)
+}

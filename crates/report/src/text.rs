@@ -1,0 +1,281 @@
+//! `--format text`: opreport-like tables for a terminal.
+
+use kprof_symbols::annotate::Annotation;
+use kprof_symbols::profile::{Profile, SymbolSource};
+use kprof_symbols::views::{self, CallNode, Direction, Filter};
+use std::io::Write;
+
+use crate::Error;
+
+fn pct(n: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / total as f64
+    }
+}
+
+/// How an image's symbols were found, in a few words.
+pub fn symbol_status(s: &SymbolSource) -> String {
+    match s {
+        SymbolSource::BuildId { path } => path.display().to_string(),
+        SymbolSource::Mismatch { path, found, .. } => {
+            format!("MISMATCH {} (build-id {found}): not used", path.display())
+        }
+        SymbolSource::Kallsyms => "kallsyms (names only, no source lines)".into(),
+        SymbolSource::Missing { why } => format!("no symbols: {why}"),
+    }
+}
+
+/// Display name of a function.
+pub fn function_name(p: &Profile, f: usize) -> String {
+    let func = &p.functions[f];
+    match &func.name {
+        Some(n) => n.clone(),
+        None => "[unknown]".into(),
+    }
+}
+
+fn short_file(f: &str) -> &str {
+    // Keep the last three components: enough to recognise, short enough for a table.
+    let mut idx = f.len();
+    for _ in 0..3 {
+        match f[..idx].rfind('/') {
+            Some(i) => idx = i,
+            None => return f,
+        }
+    }
+    &f[idx + 1..]
+}
+
+/// The default view: header, images summary, functions table, of the stacks `filter` keeps.
+pub fn write_functions(
+    p: &Profile,
+    filter: &Filter,
+    ratio: Option<(usize, usize)>,
+    limit: usize,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let totals = views::totals(p, filter);
+    writeln!(out, "Capture: {}", p.meta.capture)?;
+    let host: Vec<&str> = [&p.meta.hostname, &p.meta.os_release, &p.meta.arch]
+        .into_iter()
+        .filter_map(|s| s.as_deref())
+        .collect();
+    if !host.is_empty() {
+        writeln!(out, "Target:  {}", host.join(" "))?;
+    }
+    for (e, t) in p.events.iter().zip(&totals) {
+        writeln!(
+            out,
+            "Event:   {} — {} samples shown ({} in capture)",
+            e.name, t, e.total_samples
+        )?;
+    }
+    if p.meta.lost_samples > 0 {
+        writeln!(out, "Lost:    {} samples", p.meta.lost_samples)?;
+    }
+    writeln!(out)?;
+    let head = |out: &mut dyn Write| -> std::io::Result<()> {
+        for e in &p.events {
+            let n: String = e.name.chars().take(20).collect();
+            write!(out, "{n:>20}       ")?;
+        }
+        if let Some((a, b)) = ratio {
+            write!(
+                out,
+                "{:>10} ",
+                format!(
+                    "{}/{}",
+                    short_ev(&p.events[a].name),
+                    short_ev(&p.events[b].name)
+                )
+            )?;
+        }
+        Ok(())
+    };
+    let cols = |out: &mut dyn Write, counts: &[u64]| -> std::io::Result<()> {
+        for (c, t) in counts.iter().zip(&totals) {
+            write!(out, "{c:>12} {:>6.2}%      ", pct(*c, *t))?;
+        }
+        if let Some((a, b)) = ratio {
+            match views::ratio(counts[a], counts[b]) {
+                Some(r) => write!(out, "{r:>10.4} ")?,
+                None => write!(out, "{:>10} ", "-")?,
+            }
+        }
+        Ok(())
+    };
+    writeln!(out, "Images:")?;
+    head(out)?;
+    writeln!(out, "image                symbols")?;
+    for row in views::images(p, filter) {
+        let img = &p.images[row.image];
+        cols(out, &row.samples)?;
+        writeln!(out, "{:<20} {}", img.name, symbol_status(&img.symbols))?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Functions (self samples):")?;
+    head(out)?;
+    writeln!(
+        out,
+        "image                function                                  source"
+    )?;
+    let rows = views::functions(p, filter);
+    let n = rows.len();
+    for row in rows.iter().take(limit) {
+        let f = &p.functions[row.function];
+        cols(out, &row.samples)?;
+        let src = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!("{}:{line}", short_file(file)),
+            _ => String::new(),
+        };
+        let hot = match &row.hot_line {
+            Some(h) if Some(h.line) != f.line => {
+                format!("  (hot {}:{})", short_file(&h.file), h.line)
+            }
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "{:<20} {:<41} {src}{hot}",
+            p.images[f.image].name,
+            function_name(p, row.function)
+        )?;
+    }
+    if n > limit {
+        writeln!(
+            out,
+            "... {} more functions (--limit 0 shows all)",
+            n - limit
+        )?;
+    }
+    Ok(())
+}
+
+fn short_ev(n: &str) -> String {
+    n.chars().take(12).collect()
+}
+
+/// `--callers` / `--callees`: an indented tree with shares of the root.
+pub fn write_tree(
+    p: &Profile,
+    root: &CallNode,
+    dir: Direction,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let what = match dir {
+        Direction::Callers => "callers of",
+        Direction::Callees => "callees of",
+    };
+    let ev = p.events.first().map(|e| e.name.as_str()).unwrap_or("");
+    writeln!(
+        out,
+        "{what} {} ({}), {} {ev} samples in stacks through it",
+        function_name(p, root.function),
+        p.images[p.functions[root.function].image].name,
+        root.samples
+    )?;
+    fn walk(
+        p: &Profile,
+        n: &CallNode,
+        total: u64,
+        depth: usize,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        for c in &n.children {
+            let img = &p.images[p.functions[c.function].image];
+            let boundary = if img.kernel { " [k]" } else { "" };
+            let site = c
+                .top_site()
+                .map(|s| format!("  {}:{}", s.file, s.line))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{:indent$}{:>6.2}% {:>10}  {} ({}){boundary}{site}",
+                "",
+                pct(c.samples, total),
+                c.samples,
+                function_name(p, c.function),
+                img.name,
+                indent = depth * 2
+            )?;
+            walk(p, c, total, depth + 1, out)?;
+        }
+        Ok(())
+    }
+    walk(p, root, root.samples, 1, out)?;
+    let direct: u64 = root.children.iter().map(|c| c.samples).sum();
+    if root.samples > direct {
+        let none = match dir {
+            Direction::Callers => "no caller recorded (stack ends here)",
+            Direction::Callees => "self (in the function itself)",
+        };
+        writeln!(
+            out,
+            "  {:>6.2}% {:>10}  {none}",
+            pct(root.samples - direct, root.samples),
+            root.samples - direct
+        )?;
+    }
+    Ok(())
+}
+
+/// `--annotate`: source lines with samples, then the disassembly with samples.
+pub fn write_annotation(
+    p: &Profile,
+    anns: &[Annotation],
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let Some(a) = anns.first() else { return Ok(()) };
+    writeln!(
+        out,
+        "{} ({}) at {:#x}, {} bytes",
+        a.function, a.image, a.start, a.size
+    )?;
+    for (e, ann) in p.events.iter().zip(anns) {
+        writeln!(out, "  {}: {} self samples", e.name, ann.total)?;
+    }
+    for w in &a.warnings {
+        writeln!(out, "  note: {w}")?;
+    }
+    let cells = |out: &mut dyn Write, get: &dyn Fn(&Annotation) -> u64| -> std::io::Result<()> {
+        for ann in anns {
+            let n = get(ann);
+            if n == 0 {
+                write!(out, "{:>8} {:>7} ", "", "")?;
+            } else {
+                write!(out, "{n:>8} {:>6.2}% ", pct(n, ann.total))?;
+            }
+        }
+        Ok(())
+    };
+    let mut file = None;
+    writeln!(out, "\nSource:")?;
+    for (i, l) in a.lines.iter().enumerate() {
+        if file != Some(&l.file) {
+            writeln!(out, "  {}", l.file)?;
+            file = Some(&l.file);
+        }
+        cells(out, &|ann| ann.lines.get(i).map_or(0, |x| x.samples))?;
+        writeln!(out, "{:>6}  {}", l.line, l.text.as_deref().unwrap_or(""))?;
+    }
+    writeln!(out, "\nDisassembly:")?;
+    let mut last_line = None;
+    for (i, x) in a.instructions.iter().enumerate() {
+        if x.line.is_some() && x.line != last_line {
+            writeln!(
+                out,
+                "{:w$}  ; {}:{}",
+                "",
+                x.file.as_deref().map(short_file).unwrap_or(""),
+                x.line.unwrap_or(0),
+                w = anns.len() * 17
+            )?;
+            last_line = x.line;
+        }
+        cells(out, &|ann| ann.instructions.get(i).map_or(0, |y| y.samples))?;
+        writeln!(out, "{:>16x}:  {}", x.address, x.text)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! Progress bars on stderr, drawn only when stderr is a terminal: a hidden bar takes every
+//! update and shows nothing, so callers need not ask.
+
+use std::io::IsTerminal as _;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// What a bar shows besides its label.
+#[derive(Debug, Clone, Copy)]
+pub enum Counting {
+    /// Bytes done and total, rate and time left: transfers (and files indexed).
+    Bytes,
+    /// A spinner and the percentage done: symbolizing.
+    Percent,
+}
+
+/// A bar of `len` units labelled `label`, hidden when stderr is not a terminal.
+pub fn bar(len: u64, label: &str, counting: Counting) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(match counting {
+        Counting::Bytes => ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+        Counting::Percent => ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {percent}%")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    });
+    bar.set_message(label.to_owned());
+    bar
+}

@@ -1,0 +1,20 @@
+//! kprofctl's integration tests, built as one binary (one link instead of one per file).
+//! They run the kprofctl binary against real captures (Debian's `perf`), a local OpenSSH
+//! server as the board, headless Chromium and `go tool pprof`.
+//!
+//! The QEMU board tests stay their own binaries (`tests/board_*.rs`): `ci/test` runs each
+//! with `--ignored` once the board is up.
+
+mod diff_cli;
+mod layers_build;
+mod remote_day;
+mod remote_ssh;
+mod remote_support;
+mod render_collapsed;
+mod render_html;
+mod render_pprof;
+mod render_support;
+mod render_svg;
+mod report_common;
+mod report_errors;
+mod report_perf;

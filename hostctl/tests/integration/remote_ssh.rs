@@ -1,0 +1,245 @@
+//! Logging in to a real OpenSSH server: host key checking, identity files, ~/.ssh/config
+//! aliases, passwords. A login is proven by an error only a logged-in kprofctl can give: asking
+//! `fetch` for a capture id that does not exist.
+
+use crate::remote_support::{
+    board, outcome, run_ok, throwaway_user, untrusted_board, Client, Sshd,
+};
+use std::process::Command;
+
+/// The message `fetch TARGET nope` gives once logged in.
+const LOGGED_IN: &str = "no capture `nope`";
+
+fn fetch_nope(client: &Client, target: &str) -> Command {
+    let mut cmd = client.kprofctl();
+    cmd.args([
+        "fetch",
+        target,
+        "nope",
+        "--no-report",
+        "--capture-dir",
+        "/nonexistent",
+    ]);
+    cmd
+}
+
+/// [`fetch_nope`] logging in with the client's key file.
+fn fetch_nope_keyed(client: &Client, target: &str) -> Command {
+    let mut cmd = fetch_nope(client, target);
+    cmd.arg("-i").arg(&client.key);
+    cmd
+}
+
+/// An unknown host key is refused with its SHA256 fingerprint, and nothing is written.
+#[test]
+fn connect_ssh_unknown_host_key_refused_with_fingerprint() {
+    let (sshd, client) = untrusted_board();
+    let (ok, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
+    assert!(!ok);
+    assert!(err.contains("host key not known"), "{err}");
+    assert!(err.contains(&sshd.host_fingerprint()), "{err}");
+    assert!(err.contains("--accept-new-host-key"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!client.known_hosts().exists());
+}
+
+/// `--accept-new-host-key` adds the key as `[127.0.0.1]:PORT`; the next login needs no flag.
+#[test]
+fn connect_ssh_accept_new_host_key_appends_port_form() {
+    let (sshd, client) = untrusted_board();
+    let (_, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
+    assert!(err.contains(LOGGED_IN), "{err}");
+    assert!(err.contains(&sshd.host_fingerprint()), "{err}");
+    let known = std::fs::read_to_string(client.known_hosts()).unwrap();
+    let expected = format!(
+        "[127.0.0.1]:{} {}",
+        sshd.port,
+        sshd.host_pub()
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    assert_eq!(known.trim(), expected);
+    let (_, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
+    assert!(err.contains(LOGGED_IN), "{err}");
+}
+
+/// A listed host with another key is refused as changed, even with `--accept-new-host-key`.
+#[test]
+fn connect_ssh_changed_host_key_always_refused() {
+    let (sshd, client) = untrusted_board();
+    let other = Sshd::start("");
+    // known_hosts lists the other server's key for this server's address.
+    client.trust(&other, sshd.port);
+    let before = std::fs::read_to_string(client.known_hosts()).unwrap();
+    let (ok, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
+    assert!(!ok);
+    assert!(err.contains("HOST KEY CHANGED"), "{err}");
+    assert!(err.contains(&sshd.host_fingerprint()), "{err}");
+    assert!(err.contains("line 1"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(client.known_hosts()).unwrap(),
+        before
+    );
+}
+
+/// Hashed known_hosts entries (`ssh-keygen -H`, Debian's HashKnownHosts) are honoured.
+#[test]
+fn connect_ssh_hashed_known_hosts_entry() {
+    let (sshd, client) = board();
+    run_ok(
+        Command::new("ssh-keygen")
+            .arg("-H")
+            .arg("-f")
+            .arg(client.known_hosts()),
+    );
+    let known = std::fs::read_to_string(client.known_hosts()).unwrap();
+    assert!(known.starts_with("|1|"), "{known}");
+    let (_, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
+    assert!(err.contains(LOGGED_IN), "{err}");
+}
+
+/// An ~/.ssh/config alias supplies HostName, Port, User and IdentityFile.
+#[test]
+fn connect_ssh_config_alias_identity_file() {
+    let (sshd, client) = board();
+    std::fs::write(
+        client.home.path().join(".ssh/config"),
+        format!(
+            "Host myboard\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile ~/board_key\n",
+            sshd.port
+        ),
+    )
+    .unwrap();
+    let (_, _, err) = outcome(&mut fetch_nope(&client, "myboard"));
+    assert!(err.contains(LOGGED_IN), "{err}");
+    // Without the config the same key is not found (it is not a default name) and there is no
+    // terminal to ask for a password.
+    std::fs::remove_file(client.home.path().join(".ssh/config")).unwrap();
+    let (ok, _, err) = outcome(&mut fetch_nope(&client, &sshd.target()));
+    assert!(!ok);
+    assert!(err.contains("no terminal to ask for a password"), "{err}");
+    assert!(err.contains(&sshd.target()), "{err}");
+}
+
+/// A throwaway local user with a password, for the password tests (created once, idempotent).
+fn password_user() -> (&'static str, &'static str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let (user, password) = ("kprofpwtest", "right-Pass-7");
+    ONCE.call_once(|| {
+        throwaway_user(user);
+        let mut chpasswd = Command::new("chpasswd")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        chpasswd
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{user}:{password}\n").as_bytes())
+            .unwrap();
+        assert!(chpasswd.wait().unwrap().success());
+    });
+    (user, password)
+}
+
+/// An sshd with `extra` config lines whose host key the client trusts, and the target
+/// `USER@127.0.0.1:PORT` for logging in with a password (no key is authorized).
+fn password_board(extra: &str, user: &str) -> (Sshd, Client, String) {
+    let sshd = Sshd::start(extra);
+    let client = Client::new();
+    client.trust(&sshd, sshd.port);
+    let target = format!("{user}@127.0.0.1:{}", sshd.port);
+    (sshd, client, target)
+}
+
+/// Locks a throwaway account's password again when a test ends, even by a panic, so that no
+/// account with a known or empty password stays open on the machine.
+struct LockOnDrop(&'static str);
+
+impl Drop for LockOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("usermod").args(["-p", "!", self.0]).status();
+    }
+}
+
+/// A wrong password is one clear error naming the user and target; the right one logs in.
+#[test]
+fn connect_ssh_wrong_password_clear_error() {
+    let (user, password) = password_user();
+    let _lock = LockOnDrop(user);
+    let (_sshd, client, target) = password_board("", user);
+    let (ok, out, err) = outcome(fetch_nope(&client, &target).env("KPROF_PASSWORD", "wrong"));
+    assert!(!ok);
+    assert_eq!(out, "");
+    assert_eq!(
+        err.trim(),
+        format!("kprofctl: {target}: password from $KPROF_PASSWORD refused for user {user}")
+    );
+    let (_, _, err) = outcome(fetch_nope(&client, &target).env("KPROF_PASSWORD", password));
+    assert!(err.contains(LOGGED_IN), "{err}");
+}
+
+/// An empty password is tried before asking (debug-tweaks and Buildroot boards have one).
+#[test]
+fn connect_ssh_empty_password_user() {
+    let user = "kprofemptytest";
+    throwaway_user(user);
+    run_ok(Command::new("passwd").args(["-d", user]));
+    let _lock = LockOnDrop(user);
+    let (_sshd, client, target) = password_board("PermitEmptyPasswords yes", user);
+    let (_, _, err) = outcome(&mut fetch_nope(&client, &target));
+    assert!(err.contains(LOGGED_IN), "{err}");
+}
+
+/// A port nobody listens on is a connection error naming the target.
+#[test]
+fn connect_ssh_closed_port_names_target() {
+    let client = Client::new();
+    let port = crate::remote_support::free_port();
+    let target = format!("root@127.0.0.1:{port}");
+    let (ok, _, err) = outcome(&mut fetch_nope(&client, &target));
+    assert!(!ok);
+    assert!(
+        err.starts_with(&format!("kprofctl: {target}: cannot connect")),
+        "{err}"
+    );
+}
+
+/// A key held by a running ssh-agent logs in with no identity file given.
+#[test]
+fn connect_ssh_agent_key() {
+    let (sshd, client) = board();
+    let sock = client.home.path().join("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !sock.exists() && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let added = Command::new("ssh-add")
+        .arg(&client.key)
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    // Move the key away so that only the agent has it.
+    std::fs::rename(&client.key, client.home.path().join("moved")).unwrap();
+    let (_, _, err) = outcome(fetch_nope(&client, &sshd.target()).env("SSH_AUTH_SOCK", &sock));
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(err.contains(LOGGED_IN), "{err}");
+}

@@ -1,0 +1,77 @@
+//! Shared by the render and diff CLI tests: the recorded C program, headless Chromium, and
+//! running kprofctl. The first two are the files the unit tests use.
+#![allow(dead_code)] // capture.rs and chromium.rs are the unit tests' files, used in part here.
+
+#[path = "../../../crates/report/src/test_support/capture.rs"]
+pub mod capture;
+#[path = "../../../crates/report/src/test_support/chromium.rs"]
+pub mod chromium;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs kprofctl with `args`, with an empty kprof.toml search and no stored index.
+pub fn kprofctl(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("BUILDDIR")
+        .env("KPROF_CACHE_DIR", cwd.join("cache"))
+        .output()
+        .expect("kprofctl runs")
+}
+
+/// [`kprofctl`] that must succeed; returns its standard output.
+pub fn kprofctl_ok(args: &[&str], cwd: &Path) -> String {
+    let out = kprofctl(args, cwd);
+    assert!(
+        out.status.success(),
+        "kprofctl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// `kprofctl report perf.data --symbols . --format FORMAT [-o OUT]` in `dir`, which must
+/// succeed; returns its standard output.
+pub fn report(dir: &Path, format: &str, out: Option<&str>) -> String {
+    let mut args = vec!["report", "perf.data", "--symbols", ".", "--format", format];
+    if let Some(out) = out {
+        args.extend(["-o", out]);
+    }
+    kprofctl_ok(&args, dir)
+}
+
+/// The GNU build-id of an ELF file, as `readelf -n` prints it.
+pub fn build_id(elf: &Path) -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(elf)
+        .output()
+        .expect("readelf runs (binutils)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .expect("the program has a build-id")
+        .to_owned()
+}
+
+/// The `perf report` header's sample count of a perf.data.
+pub fn perf_sample_count(perf_data: &Path) -> u64 {
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "-i"])
+        .arg(perf_data)
+        .output()
+        .expect("perf report runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("# Samples: "))
+        .expect("perf report prints the sample count");
+    line["# Samples: ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a count")
+}
