@@ -23,7 +23,7 @@ mod error;
 pub mod fuzzing;
 pub mod index;
 pub mod kallsyms;
-pub mod perf_header;
+pub mod perf_data;
 pub mod profile;
 mod quiet_panic;
 pub mod sources;

@@ -247,6 +247,7 @@ fn read_perfdata_valid_features_ok() {
     cmdline.extend_from_slice(&4u32.to_le_bytes());
     cmdline.extend_from_slice(b"ls\0\0");
     let b = with_feature(11, &cmdline);
-    let header = kprof_symbols::perf_header::check(&mut std::io::Cursor::new(&b), b.len() as u64);
+    let header =
+        kprof_symbols::perf_data::header::check(&mut std::io::Cursor::new(&b), b.len() as u64);
     assert!(header.is_ok(), "{header:?}");
 }
