@@ -175,15 +175,6 @@ impl BuildIdIndex {
     }
 }
 
-/// Default location: `${XDG_CACHE_HOME:-~/.cache}/kprof/buildid-index.json`.
-pub fn default_store() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("kprof").join("buildid-index.json"))
-}
-
 fn load_stored(path: &Path) -> Stored {
     let Ok(text) = std::fs::read(path) else {
         return Stored::default();

@@ -16,7 +16,6 @@ pub mod annotate;
 pub mod capture;
 pub mod demangle;
 mod disasm;
-pub mod discover;
 pub mod elf;
 mod error;
 #[doc(hidden)]
@@ -33,4 +32,4 @@ pub mod views;
 pub use capture::Capture;
 pub use error::{Error, Result};
 pub use profile::Profile;
-pub use symbolize::{symbolize, Options, Progress, Symbolizer};
+pub use symbolize::{symbolize, HostKernel, Options, Progress, Symbolizer};

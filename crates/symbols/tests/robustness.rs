@@ -147,9 +147,8 @@ fn symbolize_error(bytes: &[u8]) -> String {
     let opts = kprof_symbols::Options {
         symbol_paths: Vec::new(),
         index_store: None,
-        system_paths: false,
-        host_files: false,
         source_prefix: Vec::new(),
+        ..kprof_symbols::Options::default()
     };
     let mut s = kprof_symbols::Symbolizer::new(opts, &mut |_| {}).unwrap();
     let cap = kprof_symbols::Capture::open(f.path()).unwrap();

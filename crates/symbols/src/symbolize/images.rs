@@ -3,14 +3,14 @@
 //! which images have no or partial symbols.
 
 use super::address_space::Mapping;
-use super::State;
+use super::{State, HOST_KALLSYMS};
 use crate::elf::{Placement, SymbolFile};
 use crate::kallsyms::Kallsyms;
 use crate::profile::{Image, SymbolSource};
 use crate::sources::Lookup;
 use linux_perf_data::linux_perf_event_reader::CpuMode;
 use linux_perf_data::DsoKey;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::rc::Rc;
 
 impl State<'_> {
@@ -102,10 +102,13 @@ impl State<'_> {
             .or_else(|| self.header_build_ids.get(&DsoKey::Kernel).cloned());
         let mut names = vec!["vmlinux".to_string()];
         let mut host_candidate = None;
-        if self.opts.host_files {
+        if let Some(host) = &self.opts.host_kernel {
             if let Some(rel) = self.profile.meta.os_release.clone() {
                 names.push(format!("vmlinux-{rel}"));
-                host_candidate = Some(PathBuf::from(format!("/usr/lib/debug/boot/vmlinux-{rel}")));
+                host_candidate = host
+                    .vmlinux_dir
+                    .as_ref()
+                    .map(|d| d.join(format!("vmlinux-{rel}")));
             }
         }
         let lookup = self
@@ -153,20 +156,24 @@ impl State<'_> {
         i
     }
 
-    /// Uses this host's /proc/kallsyms for a bare perf.data when the running kernel is the
+    /// Uses this host's kallsyms for a bare perf.data when the running kernel is the
     /// recorded one (same build-id), as `perf report` does.
     pub(super) fn ensure_host_kallsyms(&mut self, build_id: Option<&str>) {
-        if self.kallsyms.is_some()
-            || !self.opts.host_files
-            || self.kallsyms_origin != "this host's /proc/kallsyms"
-        {
+        if self.kallsyms.is_some() || self.kallsyms_origin != HOST_KALLSYMS {
             return;
         }
+        let Some(host) = &self.opts.host_kernel else {
+            return;
+        };
         let Some(id) = build_id else { return };
-        if running_kernel_build_id().as_deref() != Some(id) {
+        if host.build_id.as_deref() != Some(id) {
             return;
         }
-        if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
+        if let Some(text) = host
+            .kallsyms
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        {
             self.kallsyms = Kallsyms::parse(&text);
         }
     }
@@ -301,28 +308,6 @@ impl State<'_> {
         self.user_images.insert(key, i);
         i
     }
-}
-
-/// GNU build-id of the running kernel, from /sys/kernel/notes.
-fn running_kernel_build_id() -> Option<String> {
-    let notes = std::fs::read("/sys/kernel/notes").ok()?;
-    let mut p = 0;
-    while p + 12 <= notes.len() {
-        let rd =
-            |o: usize| u32::from_ne_bytes(notes[o..o + 4].try_into().expect("4 bytes")) as usize;
-        let (namesz, descsz, kind) = (rd(p), rd(p + 4), rd(p + 8));
-        let name_at = p + 12;
-        let desc_at = name_at + namesz.div_ceil(4) * 4;
-        let end = desc_at + descsz.div_ceil(4) * 4;
-        if end > notes.len() {
-            return None;
-        }
-        if kind == 3 && notes.get(name_at..name_at + 3) == Some(b"GNU") {
-            return Some(crate::elf::hex(&notes[desc_at..desc_at + descsz]));
-        }
-        p = end;
-    }
-    None
 }
 
 /// The warning for a symbol file with the right name and another build-id, which is not used.

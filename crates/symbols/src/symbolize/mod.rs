@@ -33,32 +33,47 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-/// Where to look for symbols and how.
-#[derive(Debug, Clone)]
+/// Where kernel names come from when kallsyms stands in for vmlinux, as warnings say it.
+const CAPTURE_KALLSYMS: &str = "the capture's kallsyms";
+/// See [`CAPTURE_KALLSYMS`].
+const HOST_KALLSYMS: &str = "this host's /proc/kallsyms";
+
+/// Where to look for symbols and how. The library looks only where these say: the caller
+/// (kprofctl) decides which host directories and host kernel facts count.
+///
+/// The default indexes nothing, keeps the index in memory and uses no host file.
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Files and directories to index by build-id (`--symbols`, kprof.toml, Yocto, Buildroot).
     pub symbol_paths: Vec<PathBuf>,
     /// Where the persistent build-id index lives; `None` keeps it in memory only.
     pub index_store: Option<PathBuf>,
-    /// Look into `~/.debug` and `/usr/lib/debug`.
-    pub system_paths: bool,
-    /// Try the path an image had on the target, and this host's kernel (`/proc/kallsyms`,
-    /// `/boot/vmlinux-*`) — each used only when its build-id matches.
+    /// perf's build-id cache (`~/.debug`), looked up by build-id.
+    pub perf_cache: Option<PathBuf>,
+    /// Roots of split debug files (`/usr/lib/debug`): their `.build-id/` trees and the
+    /// directories `.gnu_debuglink` names are looked up below them.
+    pub debug_roots: Vec<PathBuf>,
+    /// Try the path an image had on the target, used only when its build-id matches (a
+    /// perf.data recorded on this host).
     pub host_files: bool,
+    /// This host's kernel, for a bare perf.data recorded on this host; used only when its
+    /// build-id is the recorded one.
+    pub host_kernel: Option<HostKernel>,
     /// `(old, new)` prefixes rewritten in source paths.
     pub source_prefix: Vec<(String, String)>,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            symbol_paths: Vec::new(),
-            index_store: crate::index::default_store(),
-            system_paths: true,
-            host_files: true,
-            source_prefix: Vec::new(),
-        }
-    }
+/// Facts about the kernel running on this host, gathered by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct HostKernel {
+    /// Its GNU build-id (from `/sys/kernel/notes`), lowercase hex.
+    pub build_id: Option<String>,
+    /// Its symbol table (`/proc/kallsyms`), read only when the capture's kernel is this one
+    /// and no vmlinux matches.
+    pub kallsyms: Option<PathBuf>,
+    /// Where distributions put the vmlinux of a release (`/usr/lib/debug/boot`): the file
+    /// `vmlinux-<release>` there is tried for the capture's release.
+    pub vmlinux_dir: Option<PathBuf>,
 }
 
 /// Progress reports for a progress bar.
@@ -86,7 +101,7 @@ impl std::fmt::Debug for Symbolizer {
     }
 }
 
-/// Symbolizes one capture with default options plus `symbol_paths`.
+/// Symbolizes one capture against `symbol_paths` only (the default [`Options`]).
 pub fn symbolize(capture: &Path, symbol_paths: &[PathBuf]) -> Result<Profile> {
     let opts = Options {
         symbol_paths: symbol_paths.to_vec(),
@@ -103,19 +118,10 @@ impl Symbolizer {
             BuildIdIndex::update(&opts.symbol_paths, opts.index_store.as_deref(), &mut |p| {
                 progress(Progress::Index(p))
             })?;
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         let sources = Sources {
             index,
-            perf_cache: if opts.system_paths {
-                home.map(|h| h.join(".debug"))
-            } else {
-                None
-            },
-            debug_roots: if opts.system_paths {
-                vec![PathBuf::from("/usr/lib/debug")]
-            } else {
-                Vec::new()
-            },
+            perf_cache: opts.perf_cache.clone(),
+            debug_roots: opts.debug_roots.clone(),
             use_recorded_paths: opts.host_files,
         };
         Ok(Self {
@@ -197,7 +203,7 @@ impl<'a> State<'a> {
             ..Profile::default()
         };
         let mut kallsyms = None;
-        let mut kallsyms_origin = "the capture's kallsyms";
+        let mut kallsyms_origin = CAPTURE_KALLSYMS;
         if let Some(text) = &capture.kallsyms {
             kallsyms = Kallsyms::parse(text);
             if kallsyms.is_none() {
@@ -242,8 +248,8 @@ impl<'a> State<'a> {
                 }
             }
         }
-        if kallsyms.is_none() && capture.manifest.is_none() && opts.host_files {
-            kallsyms_origin = "this host's /proc/kallsyms";
+        if kallsyms.is_none() && capture.manifest.is_none() && opts.host_kernel.is_some() {
+            kallsyms_origin = HOST_KALLSYMS;
         }
         Self {
             sources,

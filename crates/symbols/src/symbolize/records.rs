@@ -3,13 +3,14 @@
 
 use super::address_space::Mapping;
 use super::{Progress, State};
-use crate::capture::Capture;
+use crate::capture::{Capture, PerfData};
 use crate::error::{Error, Result};
 use crate::perf_data::{
     Records, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PROT_EXEC,
 };
 use crate::profile::Event;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
+use std::io::{Read, Seek};
 use std::path::Path;
 
 fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &Capture) -> String {
@@ -37,15 +38,36 @@ pub(super) fn read_perf_data(
     capture: &Capture,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let path = &capture.perf_data;
+    let shown = &capture.path;
+    match capture.perf_data() {
+        PerfData::File { path, .. } => {
+            let file = std::fs::File::open(path).map_err(|e| Error::io(shown, e))?;
+            let len = file.metadata().map_err(|e| Error::io(shown, e))?.len();
+            read_records(st, file, len, capture, progress)
+        }
+        PerfData::Bytes(b) => read_records(
+            st,
+            std::io::Cursor::new(b),
+            b.len() as u64,
+            capture,
+            progress,
+        ),
+    }
+}
+
+fn read_records(
+    st: &mut State<'_>,
+    r: impl Read + Seek,
+    len: u64,
+    capture: &Capture,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
     let shown = capture.path.clone();
     let bad = |why: String| Error::BadPerfData {
         path: shown.clone(),
         why,
     };
-    let file = std::fs::File::open(path).map_err(|e| Error::io(&shown, e))?;
-    let len = file.metadata().map_err(|e| Error::io(&shown, e))?.len();
-    let mut records = Records::open(file, len).map_err(bad)?;
+    let mut records = Records::open(r, len).map_err(bad)?;
     read_header(st, &records.file, capture).map_err(bad)?;
     let total = records.total;
     let nev = st.profile.events.len();
