@@ -114,7 +114,7 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(crate::notes::hex(&h.finalize()))
+    Ok(kprof_capture::build_id::hex(&h.finalize()))
 }
 
 /// Writes a small file with mode 0600.

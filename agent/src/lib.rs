@@ -21,8 +21,6 @@ pub mod timefmt;
 use std::fmt;
 use std::io;
 
-/// Default capture directory on the board.
-pub const DEFAULT_CAPTURE_DIR: &str = "/var/lib/kprof/captures";
 /// Version written into manifests and the perf.data VERSION feature.
 pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 

@@ -44,8 +44,9 @@ fn write_perfdata_module_map_perf_reads() {
     let m = &kprof_agent::procfs::parse_proc_modules(proc_modules)[0];
     let mut note = vec![4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
     note.extend((1..=20u8).map(|i| i * 11));
-    let module_bid =
-        kprof_agent::notes::build_id_in_notes(&note, cfg!(target_endian = "big"), 4).unwrap();
+    let module_bid = kprof_capture::build_id::in_notes(&note, cfg!(target_endian = "big"), 4)
+        .unwrap()
+        .to_vec();
 
     let attr = PerfEventAttr {
         type_: sys::PERF_TYPE_SOFTWARE,
