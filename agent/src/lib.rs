@@ -6,13 +6,13 @@
 
 pub mod archive;
 pub mod cli;
+pub mod elf_build_id;
 pub mod events;
 pub mod info;
-pub mod notes;
-pub mod perfdata;
+pub mod perf_data_writer;
+pub mod perf_records;
 pub mod procfs;
 pub mod record;
-pub mod records;
 pub mod ring;
 pub mod store;
 pub mod sys;

@@ -9,7 +9,7 @@ use std::path::Path;
 use kprof_capture::build_id;
 use kprof_capture::manifest::{Kernel, Module, Uname};
 
-use crate::notes;
+use crate::elf_build_id;
 
 /// One line of `/proc/modules`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,7 +179,7 @@ pub fn module_build_id(sys_module: &Path, name: &str) -> Option<Vec<u8>> {
         .join(name)
         .join("notes")
         .join(".note.gnu.build-id");
-    notes::build_id_of_note_file(&p).ok().flatten()
+    elf_build_id::build_id_of_note_file(&p).ok().flatten()
 }
 
 /// Every loaded module with its build-id and section addresses.
@@ -236,7 +236,7 @@ pub fn kernel(kallsyms: &str, release: &str) -> Kernel {
 }
 
 pub fn kernel_build_id() -> Option<Vec<u8>> {
-    notes::build_id_of_note_file(Path::new("/sys/kernel/notes"))
+    elf_build_id::build_id_of_note_file(Path::new("/sys/kernel/notes"))
         .ok()
         .flatten()
 }
