@@ -4,11 +4,13 @@
 //! [`MODULES`]. The manifest schema is documented in `docs/capture-format.md`; bump
 //! [`MANIFEST_VERSION`] on any change a reader of the previous version would misread.
 
+#![warn(missing_docs)]
+
 pub mod build_id;
 pub mod info;
 pub mod manifest;
 
-pub use manifest::Manifest;
+pub use manifest::{Manifest, ManifestError};
 
 /// The agent's default capture directory on the board, where kprofctl looks for captures.
 pub const CAPTURE_DIR: &str = "/var/lib/kprof/captures";
