@@ -226,22 +226,10 @@ fn is_perf_magic(magic: &[u8]) -> bool {
 }
 
 fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
-    let bad = |why: String| Error::BadManifest {
+    Manifest::from_json(text.as_bytes()).map_err(|e| Error::BadManifest {
         path: path.to_path_buf(),
-        why,
-    };
-    let manifest: Manifest = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
-    if manifest.schema != kprof_capture::MANIFEST_SCHEMA {
-        return Err(bad(format!("unknown schema {:?}", manifest.schema)));
-    }
-    if manifest.version > kprof_capture::MANIFEST_VERSION {
-        return Err(bad(format!(
-            "manifest version {} is newer than this kprofctl understands ({})",
-            manifest.version,
-            kprof_capture::MANIFEST_VERSION
-        )));
-    }
-    Ok(manifest)
+        why: e.to_string(),
+    })
 }
 
 fn read_member(

@@ -8,6 +8,7 @@
 
 use crate::demangle::demangle;
 use crate::error::{Error, Result};
+use kprof_capture::build_id::hex;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationTarget, SectionIndex};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -153,11 +154,6 @@ pub fn read_build_id(data: &[u8]) -> std::result::Result<Option<String>, object:
     Ok(obj.build_id()?.map(hex))
 }
 
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl SymbolFile {
     /// Loads `path`, with DWARF taken from `debug` when given (a split debug file), placing a
     /// relocatable file's sections as `placement` says.
@@ -290,11 +286,6 @@ impl SymbolFile {
             .iter()
             .find(|(off, _, size)| offset >= *off && offset < off.saturating_add(*size))
             .map(|(off, vaddr, _)| vaddr.wrapping_add(offset - off))
-    }
-
-    /// The allocated sections a relocatable file was placed at: `(name, address, size)`.
-    pub fn placed_sections(&self) -> &[(String, u64, u64)] {
-        &self.placed
     }
 
     /// Whether `addr` falls into one of the placed sections.

@@ -4,8 +4,9 @@
 //! is kept on disk keyed by path, mtime and size: a second report only `stat`s the files and
 //! reads the ones that changed.
 
-use crate::elf::{hex, map_file};
+use crate::elf::map_file;
 use crate::error::{Error, Result};
+use kprof_capture::build_id::hex;
 use object::Object;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

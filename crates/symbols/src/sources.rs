@@ -4,8 +4,9 @@
 //! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here. A file
 //! with the image's name and another build-id is remembered to report the mismatch.
 
-use crate::elf::{hex, map_file};
+use crate::elf::map_file;
 use crate::index::BuildIdIndex;
+use kprof_capture::build_id::hex;
 use object::Object;
 use std::path::{Path, PathBuf};
 

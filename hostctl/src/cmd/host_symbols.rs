@@ -35,24 +35,10 @@ pub fn options(symbol_paths: Vec<PathBuf>) -> kprof_symbols::Options {
     }
 }
 
-/// GNU build-id of the running kernel, from its notes (`/sys/kernel/notes`).
+/// GNU build-id of the running kernel, from its notes (`/sys/kernel/notes`, in this host's
+/// byte order).
 fn running_kernel_build_id(notes: &Path) -> Option<String> {
     let notes = std::fs::read(notes).ok()?;
-    let mut p = 0;
-    while p + 12 <= notes.len() {
-        let rd =
-            |o: usize| u32::from_ne_bytes(notes[o..o + 4].try_into().expect("4 bytes")) as usize;
-        let (namesz, descsz, kind) = (rd(p), rd(p + 4), rd(p + 8));
-        let name_at = p + 12;
-        let desc_at = name_at + namesz.div_ceil(4) * 4;
-        let end = desc_at + descsz.div_ceil(4) * 4;
-        if end > notes.len() {
-            return None;
-        }
-        if kind == 3 && notes.get(name_at..name_at + 3) == Some(b"GNU") {
-            return Some(kprof_symbols::elf::hex(&notes[desc_at..desc_at + descsz]));
-        }
-        p = end;
-    }
-    None
+    let id = kprof_capture::build_id::in_notes(&notes, cfg!(target_endian = "big"), 4)?;
+    Some(kprof_capture::build_id::hex(id))
 }

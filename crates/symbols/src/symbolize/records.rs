@@ -9,6 +9,7 @@ use crate::perf_data::{
     Records, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PROT_EXEC,
 };
 use crate::profile::Event;
+use kprof_capture::build_id::hex;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
 use std::io::{Read, Seek};
 use std::path::Path;
@@ -102,7 +103,7 @@ fn read_header(
 ) -> std::result::Result<(), String> {
     if let Ok(ids) = perf_file.build_ids() {
         for (k, v) in ids {
-            st.header_build_ids.insert(k, crate::elf::hex(&v.build_id));
+            st.header_build_ids.insert(k, hex(&v.build_id));
         }
     }
     if st.profile.meta.hostname.is_none() {
@@ -218,7 +219,7 @@ impl State<'_> {
                     self.add_kernel_mapping(&path, m.address, m.length, m.page_offset);
                 } else if m.protection & PROT_EXEC != 0 {
                     let build_id = match &m.file_id {
-                        Mmap2FileId::BuildId(b) => Some(crate::elf::hex(b)),
+                        Mmap2FileId::BuildId(b) => Some(hex(b)),
                         _ => None,
                     };
                     self.add_mapping(
