@@ -25,8 +25,11 @@ pub enum SectionBytes {
     /// A range of a mapped file: uncompressed sections are not copied, which halves the
     /// memory a large debug file costs.
     Mapped {
+        /// The mapping of the whole file.
         map: Rc<memmap2::Mmap>,
+        /// Offset of the section in the file.
         start: usize,
+        /// Length of the section.
         len: usize,
     },
     /// Decompressed or relocated contents.
@@ -68,8 +71,11 @@ const ANCHORS: &[&str] = &["_text", "_stext"];
 /// Instruction set of a symbol file, for the disassembler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
+    /// x86-64.
     X86_64,
+    /// 64-bit Arm.
     Aarch64,
+    /// Anything else: no disassembly.
     Other,
 }
 
@@ -94,21 +100,29 @@ struct Code {
 /// A frame of an address: innermost (inlined) first, outermost (the real function) last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawFrame {
+    /// Function name, demangled; `None` when no symbol covers the address.
     pub name: Option<String>,
     /// Start and size of the outermost function's symbol; `None` for inlined frames.
     pub func_start: Option<u64>,
+    /// See `func_start`.
     pub func_size: Option<u64>,
+    /// Source file of the address in this frame.
     pub file: Option<String>,
+    /// Line of `file`.
     pub line: Option<u32>,
+    /// This frame is inlined into the next one.
     pub inlined: bool,
 }
 
 /// A loaded symbol file.
 pub struct SymbolFile {
+    /// The file opened.
     pub path: PathBuf,
     /// Separate file the DWARF came from, when not `path`.
     pub debug_path: Option<PathBuf>,
+    /// Its GNU build-id, lowercase hex.
     pub build_id: Option<String>,
+    /// Its instruction set.
     pub arch: Arch,
     /// The file had `.debug_line`: lookups give file:line.
     pub has_lines: bool,

@@ -19,7 +19,9 @@ const INDEX_VERSION: u32 = 2;
 /// What the index knows about one ELF file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
+    /// Modification time in nanoseconds since the epoch, when indexed.
     pub mtime_ns: u128,
+    /// Size in bytes, when indexed.
     pub size: u64,
     /// The file is ELF; other files are remembered too so that they are not reopened.
     #[serde(default = "yes")]
@@ -48,7 +50,12 @@ pub enum Progress {
     /// Files seen so far while walking.
     Walked(u64),
     /// ELF files (re)read so far, of how many not in the index.
-    Read { done: u64, total: u64 },
+    Read {
+        /// Files read.
+        done: u64,
+        /// Files to read.
+        total: u64,
+    },
 }
 
 /// Build-id → files, and file name → files (to report mismatches).

@@ -12,6 +12,8 @@
 //! # Ok::<(), kprof_symbols::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod annotate;
 pub mod capture;
 pub mod demangle;

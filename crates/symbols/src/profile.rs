@@ -36,7 +36,9 @@ pub struct Meta {
     pub capture: String,
     /// Host name, kernel release and architecture of the target, when recorded.
     pub hostname: Option<String>,
+    /// Kernel release of the target.
     pub os_release: Option<String>,
+    /// Machine of the target (`uname -m`).
     pub arch: Option<String>,
     /// Samples the kernel reported lost.
     pub lost_samples: u64,
@@ -59,17 +61,26 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SymbolSource {
     /// A file whose GNU build-id equals the recorded one.
-    BuildId { path: PathBuf },
+    BuildId {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file with the right name and another build-id was found and NOT used.
     Mismatch {
+        /// The file.
         path: PathBuf,
+        /// The build-id recorded in the capture.
         expected: String,
+        /// The build-id of the file.
         found: String,
     },
     /// Kernel or module names from the capture's kallsyms snapshot: functions, no lines.
     Kallsyms,
     /// Nothing usable; addresses are shown raw.
-    Missing { why: String },
+    Missing {
+        /// Why, for the warning.
+        why: String,
+    },
 }
 
 /// A loaded image: `[kernel.kallsyms]`, a module such as `mychardrv.ko`, or a user ELF.
@@ -100,6 +111,7 @@ pub struct Function {
     pub size: Option<u64>,
     /// Source file and line of the function's declaration/first line, when DWARF has it.
     pub file: Option<String>,
+    /// Line of `file`.
     pub line: Option<u32>,
 }
 
@@ -114,6 +126,7 @@ pub struct Frame {
     /// Source position of the address in this function. Shared: a capture has millions of
     /// frames and a few thousand source files.
     pub file: Option<Arc<str>>,
+    /// Line of `file`.
     pub line: Option<u32>,
     /// This frame is an inlined call inside the next (outer) frame of the same address.
     pub inlined: bool,
@@ -122,7 +135,9 @@ pub struct Frame {
 /// A thread samples were taken on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {
+    /// Process id (`-1` when not recorded).
     pub pid: i32,
+    /// Thread id.
     pub tid: i32,
     /// Command name at the time of the samples.
     pub comm: String,

@@ -82,7 +82,12 @@ pub enum Progress {
     /// Updating the build-id index.
     Index(crate::index::Progress),
     /// Records read from perf.data: bytes done of total.
-    Samples { bytes: u64, total: u64 },
+    Samples {
+        /// Bytes of records read.
+        bytes: u64,
+        /// Size of the data section.
+        total: u64,
+    },
 }
 
 /// Symbolizes captures against a set of symbol paths.
