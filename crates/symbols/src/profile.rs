@@ -29,6 +29,20 @@ pub struct Profile {
     pub meta: Meta,
 }
 
+impl Profile {
+    /// A source file as reports show it: relative to the build tree it came from (the
+    /// kernel tree, the module's directory, the package's source directory), i.e. the
+    /// longest of [`Meta::source_roots`] it is below; the full path when it is below none.
+    pub fn source_path<'a>(&self, file: &'a str) -> &'a str {
+        self.meta
+            .source_roots
+            .iter()
+            .filter_map(|root| crate::elf::under_root(file, root).map(|rel| (root.len(), rel)))
+            .max_by_key(|(len, _)| *len)
+            .map_or(file, |(_, rel)| rel)
+    }
+}
+
 /// Facts about the capture as a whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Meta {
@@ -44,6 +58,9 @@ pub struct Meta {
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// The build trees source files are shown relative to (see [`Profile::source_path`]):
+    /// the compilation directories of the symbol files used, after `source_prefix`.
+    pub source_roots: Vec<String>,
 }
 
 /// A sampled event.
@@ -152,4 +169,48 @@ pub struct Stack {
     pub thread: usize,
     /// Samples per event, parallel to [`Profile::events`].
     pub counts: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_roots(roots: &[&str]) -> Profile {
+        Profile {
+            meta: Meta {
+                source_roots: roots.iter().map(|r| r.to_string()).collect(),
+                ..Meta::default()
+            },
+            ..Profile::default()
+        }
+    }
+
+    /// A file below nested roots is shown relative to the longest (the deepest tree).
+    #[test]
+    fn source_path_nested_roots_longest_wins() {
+        let p = with_roots(&["/home/me", "/home/me/linux-6.1.192", "/src/mod"]);
+        assert_eq!(
+            p.source_path("/home/me/linux-6.1.192/arch/x86/lib/clear_page_64.S"),
+            "arch/x86/lib/clear_page_64.S"
+        );
+        assert_eq!(
+            p.source_path("/home/me/linux-6.1.192/mm/memory.c"),
+            "mm/memory.c"
+        );
+        assert_eq!(p.source_path("/src/mod/drv.c"), "drv.c");
+        assert_eq!(p.source_path("/home/me/app/main.c"), "app/main.c");
+    }
+
+    /// A root matches whole path components only; files below no root keep their full path.
+    #[test]
+    fn source_path_outside_roots_full() {
+        let p = with_roots(&["/build/linux"]);
+        assert_eq!(
+            p.source_path("/build/linux-6.1/mm/memory.c"),
+            "/build/linux-6.1/mm/memory.c"
+        );
+        assert_eq!(p.source_path("/build/linux"), "/build/linux");
+        assert_eq!(p.source_path("mm/memory.c"), "mm/memory.c");
+        assert_eq!(with_roots(&[]).source_path("/a/b.c"), "/a/b.c");
+    }
 }

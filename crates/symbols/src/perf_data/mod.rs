@@ -1,5 +1,5 @@
 //! The perf.data reader: the header is checked against the file size ([`header`]), then every
-//! record is checked ([`record_checks`]) before `linux-perf-data` parses it, so that a damaged
+//! record is checked (`record_checks`) before `linux-perf-data` parses it, so that a damaged
 //! file ends as a damaged file, never as a crash or an abort of the report.
 
 pub mod header;

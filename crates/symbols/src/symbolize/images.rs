@@ -54,6 +54,9 @@ impl State<'_> {
                 .push(format!("{name}: no symbols ({why}); addresses shown raw")),
             SymbolSource::Missing { .. } => {}
         }
+        if let Some(f) = &file {
+            self.add_source_roots(&f.source_roots);
+        }
         self.profile.images.push(image);
         self.files.push(file.map(Rc::new));
         self.profile.images.len() - 1

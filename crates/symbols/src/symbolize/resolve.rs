@@ -108,4 +108,17 @@ impl State<'_> {
         self.functions.insert(key, i);
         i
     }
+
+    /// Adds a symbol file's build trees, rewritten like its source paths.
+    pub(super) fn add_source_roots(&mut self, roots: &[String]) {
+        for root in roots {
+            let Some(root) = self.rewrite_source(Some(root.clone())) else {
+                continue;
+            };
+            let root = root.trim_end_matches('/').to_string();
+            if root.len() > 1 && !self.profile.meta.source_roots.contains(&root) {
+                self.profile.meta.source_roots.push(root);
+            }
+        }
+    }
 }
