@@ -266,3 +266,38 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     }
     Ok(n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes starting with the perf.data magic are a bare perf.data held in memory.
+    #[test]
+    fn read_bytes_bare_perf_data_in_memory() {
+        let mut bytes = b"PERFILE2".to_vec();
+        bytes.extend_from_slice(&[0; 96]);
+        let cap = Capture::from_bytes(Path::new("mem.data"), &bytes).unwrap();
+        assert!(cap.manifest.is_none() && cap.kallsyms.is_none());
+        assert!(matches!(cap.perf_data(), PerfData::Bytes(b) if *b == bytes));
+    }
+
+    /// Other first bytes are neither format: the error names them.
+    #[test]
+    fn read_bytes_unknown_magic_errors() {
+        let err = Capture::from_bytes(Path::new("x"), b"hello").unwrap_err();
+        assert!(matches!(err, Error::UnknownFormat { ref magic, .. } if magic == b"hello"));
+    }
+
+    /// A gzip stream without a perf.data member is a bad archive, not a panic.
+    #[test]
+    fn read_bytes_archive_without_perf_data_errors() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &[0; 1024]).unwrap();
+        let bytes = gz.finish().unwrap();
+        let err = Capture::from_bytes(Path::new("a.kprof.tar.gz"), &bytes).unwrap_err();
+        assert!(
+            matches!(&err, Error::BadArchive { why, .. } if why.contains("no perf.data member")),
+            "{err}"
+        );
+    }
+}
