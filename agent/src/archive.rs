@@ -64,16 +64,17 @@ pub fn write(dir: &Path, id: &str, members: &[Member<'_>], mtime: u64) -> io::Re
     Ok(final_path)
 }
 
-/// Reads `manifest.json` from an archive (it is the first member; later ones are not inflated).
+/// Reads and checks `manifest.json` from an archive (it is the first member; later ones are
+/// not inflated).
 pub fn read_manifest(path: &Path) -> io::Result<Manifest> {
     let f = File::open(path)?;
     let mut tar = tar::Archive::new(GzDecoder::new(io::BufReader::new(f)));
     for entry in tar.entries()? {
         let mut entry = entry?;
         if entry.path()?.as_os_str() == MANIFEST {
-            let mut s = String::new();
-            entry.read_to_string(&mut s)?;
-            return serde_json::from_str(&s)
+            let mut json = Vec::new();
+            entry.read_to_end(&mut json)?;
+            return Manifest::from_json(&json)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
         }
     }
@@ -114,7 +115,7 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(crate::notes::hex(&h.finalize()))
+    Ok(kprof_capture::build_id::hex(&h.finalize()))
 }
 
 /// Writes a small file with mode 0600.

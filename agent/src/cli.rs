@@ -126,7 +126,7 @@ pub fn parse(args: &[String]) -> Result<Command, Error> {
         },
         "list" | "rm" => {
             let mut it = Args { args: rest, i: 0 };
-            let mut dir = PathBuf::from(crate::DEFAULT_CAPTURE_DIR);
+            let mut dir = PathBuf::from(kprof_capture::CAPTURE_DIR);
             let mut json = false;
             let mut ids = Vec::new();
             while let Some(a) = it.next() {
@@ -169,7 +169,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         pid: None,
         cpus: None,
         duration: None,
-        out_dir: PathBuf::from(crate::DEFAULT_CAPTURE_DIR),
+        out_dir: PathBuf::from(kprof_capture::CAPTURE_DIR),
         mmap_pages: DEFAULT_MMAP_PAGES,
         command: Vec::new(),
     };
@@ -317,7 +317,7 @@ mod tests {
         assert_eq!(
             parse(&args("list --json")).unwrap(),
             Command::List {
-                dir: crate::DEFAULT_CAPTURE_DIR.into(),
+                dir: kprof_capture::CAPTURE_DIR.into(),
                 json: true
             }
         );

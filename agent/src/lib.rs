@@ -6,13 +6,13 @@
 
 pub mod archive;
 pub mod cli;
+pub mod elf_build_id;
 pub mod events;
 pub mod info;
-pub mod notes;
-pub mod perfdata;
+pub mod perf_data_writer;
+pub mod perf_records;
 pub mod procfs;
 pub mod record;
-pub mod records;
 pub mod ring;
 pub mod store;
 pub mod sys;
@@ -21,8 +21,6 @@ pub mod timefmt;
 use std::fmt;
 use std::io;
 
-/// Default capture directory on the board.
-pub const DEFAULT_CAPTURE_DIR: &str = "/var/lib/kprof/captures";
 /// Version written into manifests and the perf.data VERSION feature.
 pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 

@@ -6,9 +6,10 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use kprof_capture::build_id;
 use kprof_capture::manifest::{Kernel, Module, Uname};
 
-use crate::notes;
+use crate::elf_build_id;
 
 /// One line of `/proc/modules`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,7 +179,7 @@ pub fn module_build_id(sys_module: &Path, name: &str) -> Option<Vec<u8>> {
         .join(name)
         .join("notes")
         .join(".note.gnu.build-id");
-    notes::build_id_of_note_file(&p).ok().flatten()
+    elf_build_id::build_id_of_note_file(&p).ok().flatten()
 }
 
 /// Every loaded module with its build-id and section addresses.
@@ -186,7 +187,7 @@ pub fn modules_with_details(proc_modules: &str, sys_module: &Path) -> Vec<Module
     parse_proc_modules(proc_modules)
         .into_iter()
         .map(|m| Module {
-            build_id: module_build_id(sys_module, &m.name).map(|b| notes::hex(&b)),
+            build_id: module_build_id(sys_module, &m.name).map(|b| build_id::hex(&b)),
             sections: module_sections(sys_module, &m.name)
                 .into_iter()
                 .map(|(k, v)| (k, kprof_capture::manifest::hex_addr(v)))
@@ -227,7 +228,7 @@ pub fn uname() -> Uname {
 pub fn kernel(kallsyms: &str, release: &str) -> Kernel {
     Kernel {
         release: release.to_string(),
-        build_id: kernel_build_id().map(|b| notes::hex(&b)),
+        build_id: kernel_build_id().map(|b| build_id::hex(&b)),
         text_addr: kallsyms_lookup(kallsyms, "_text")
             .filter(|&a| a != 0)
             .map(kprof_capture::manifest::hex_addr),
@@ -235,7 +236,7 @@ pub fn kernel(kallsyms: &str, release: &str) -> Kernel {
 }
 
 pub fn kernel_build_id() -> Option<Vec<u8>> {
-    notes::build_id_of_note_file(Path::new("/sys/kernel/notes"))
+    elf_build_id::build_id_of_note_file(Path::new("/sys/kernel/notes"))
         .ok()
         .flatten()
 }
@@ -366,7 +367,7 @@ mod tests {
         assert_eq!(mods[0].sections.len(), 3);
         assert_eq!(
             mods[0].build_id.as_deref(),
-            Some(notes::hex(&note[16..]).as_str())
+            Some(build_id::hex(&note[16..]).as_str())
         );
     }
 }

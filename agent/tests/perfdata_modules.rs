@@ -7,19 +7,19 @@ mod common;
 use std::fs::File;
 
 use common::*;
-use kprof_agent::perfdata::{self, BuildIdEntry, FileAttr, Writer};
-use kprof_agent::records;
+use kprof_agent::perf_data_writer::{self, BuildIdEntry, FileAttr, Writer};
+use kprof_agent::perf_records;
 use kprof_agent::sys::{self, flag, PerfEventAttr};
 
 /// A SAMPLE record with the agent's sample_type (IDENTIFIER, IP, TID, TIME, CPU, PERIOD).
 fn sample(id: u64, ip: u64, pid: i32, time: u64, kernel: bool) -> Vec<u8> {
     let mut r = Vec::new();
-    r.extend_from_slice(&records::SAMPLE.to_ne_bytes());
+    r.extend_from_slice(&perf_records::SAMPLE.to_ne_bytes());
     r.extend_from_slice(
         &(if kernel {
-            perfdata::MISC_KERNEL
+            perf_data_writer::MISC_KERNEL
         } else {
-            perfdata::MISC_USER
+            perf_data_writer::MISC_USER
         })
         .to_ne_bytes(),
     );
@@ -44,8 +44,9 @@ fn write_perfdata_module_map_perf_reads() {
     let m = &kprof_agent::procfs::parse_proc_modules(proc_modules)[0];
     let mut note = vec![4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
     note.extend((1..=20u8).map(|i| i * 11));
-    let module_bid =
-        kprof_agent::notes::build_id_in_notes(&note, cfg!(target_endian = "big"), 4).unwrap();
+    let module_bid = kprof_capture::build_id::in_notes(&note, cfg!(target_endian = "big"), 4)
+        .unwrap()
+        .to_vec();
 
     let attr = PerfEventAttr {
         type_: sys::PERF_TYPE_SOFTWARE,
@@ -78,28 +79,28 @@ fn write_perfdata_module_map_perf_reads() {
     )
     .unwrap();
     let text = 0xffff_ffff_8100_0000u64;
-    w.write_record(&records::kernel_mmap(
+    w.write_record(&perf_records::kernel_mmap(
         text,
         0x100_0000,
         text,
         "[kernel.kallsyms]_text",
     ))
     .unwrap();
-    w.write_record(&records::kernel_mmap(
+    w.write_record(&perf_records::kernel_mmap(
         m.base,
         m.size,
         0,
         &format!("[{}]", m.name),
     ))
     .unwrap();
-    w.write_record(&records::comm(4242, 4242, "insmod-user"))
+    w.write_record(&perf_records::comm(4242, 4242, "insmod-user"))
         .unwrap();
     for i in 0..10 {
         w.write_record(&sample(7, m.base + 0x40 + i, 4242, 1_000_000 + i, true))
             .unwrap();
     }
-    w.write_record(&records::finished_round()).unwrap();
-    let features = perfdata::Features {
+    w.write_record(&perf_records::finished_round()).unwrap();
+    let features = perf_data_writer::Features {
         hostname: "board".into(),
         osrelease: "6.1.0".into(),
         version: "kprof-agent test".into(),
@@ -109,14 +110,14 @@ fn write_perfdata_module_map_perf_reads() {
         cmdline: vec!["kprof-agent".into(), "record".into()],
         build_ids: vec![
             BuildIdEntry {
-                misc: perfdata::MISC_KERNEL,
-                pid: perfdata::HOST_PID,
+                misc: perf_data_writer::MISC_KERNEL,
+                pid: perf_data_writer::HOST_PID,
                 build_id: vec![0xab; 20],
                 filename: "[kernel.kallsyms]".into(),
             },
             BuildIdEntry {
-                misc: perfdata::MISC_KERNEL,
-                pid: perfdata::HOST_PID,
+                misc: perf_data_writer::MISC_KERNEL,
+                pid: perf_data_writer::HOST_PID,
                 build_id: module_bid.clone(),
                 filename: "[mychardrv]".into(),
             },

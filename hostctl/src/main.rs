@@ -2,6 +2,7 @@
 //! and report them against the host's build tree with build-id matched symbols.
 
 mod cmd;
+mod discover;
 mod progress;
 mod remote;
 mod state;

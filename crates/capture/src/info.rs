@@ -15,9 +15,13 @@ pub struct BoardInfo {
     pub schema: String,
     /// Same versioning as the manifest ([`crate::MANIFEST_VERSION`]).
     pub version: u32,
+    /// Version of the agent that answered.
     pub agent_version: String,
+    /// `uname(2)` of the board.
     pub uname: Uname,
+    /// The running kernel.
     pub kernel: Kernel,
+    /// Every loaded module.
     pub modules: Vec<Module>,
     /// `perf_event_paranoid`, `kptr_restrict`, `perf_event_max_sample_rate`, ... as read.
     pub sysctl: BTreeMap<String, String>,

@@ -4,11 +4,16 @@
 //! [`MODULES`]. The manifest schema is documented in `docs/capture-format.md`; bump
 //! [`MANIFEST_VERSION`] on any change a reader of the previous version would misread.
 
+#![warn(missing_docs)]
+
+pub mod build_id;
 pub mod info;
 pub mod manifest;
 
-pub use manifest::Manifest;
+pub use manifest::{Manifest, ManifestError};
 
+/// The agent's default capture directory on the board, where kprofctl looks for captures.
+pub const CAPTURE_DIR: &str = "/var/lib/kprof/captures";
 /// File name suffix of a capture archive.
 pub const ARCHIVE_SUFFIX: &str = ".kprof.tar.gz";
 /// The standard PERFILE2 file inside the archive.

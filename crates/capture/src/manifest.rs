@@ -52,13 +52,66 @@ pub struct Manifest {
     pub mmap_pages: Option<u64>,
 }
 
+impl Manifest {
+    /// Parses `manifest.json`, refusing other schemas and versions newer than this crate's.
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let m: Manifest = serde_json::from_slice(bytes).map_err(ManifestError::Json)?;
+        if m.schema != crate::MANIFEST_SCHEMA {
+            return Err(ManifestError::UnknownSchema(m.schema));
+        }
+        if m.version > crate::MANIFEST_VERSION {
+            return Err(ManifestError::TooNew(m.version));
+        }
+        Ok(m)
+    }
+}
+
+/// Why a `manifest.json` cannot be used.
+#[derive(Debug)]
+pub enum ManifestError {
+    /// Not JSON of the manifest's shape.
+    Json(serde_json::Error),
+    /// `schema` is not [`crate::MANIFEST_SCHEMA`].
+    UnknownSchema(String),
+    /// `version` is newer than [`crate::MANIFEST_VERSION`].
+    TooNew(u32),
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ManifestError::Json(e) => write!(f, "{e}"),
+            ManifestError::UnknownSchema(s) => write!(f, "unknown schema {s:?}"),
+            ManifestError::TooNew(v) => write!(
+                f,
+                "manifest version {v} is newer than this kprofctl understands ({})",
+                crate::MANIFEST_VERSION
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ManifestError::Json(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// `uname(2)` fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Uname {
+    /// `Linux`.
     pub sysname: String,
+    /// The board's host name.
     pub nodename: String,
+    /// Kernel release (`6.1.0-18-amd64`).
     pub release: String,
+    /// Kernel build string (`#1 SMP PREEMPT_DYNAMIC ...`).
     pub version: String,
+    /// Machine architecture (`x86_64`, `aarch64`).
     pub machine: String,
 }
 
@@ -100,7 +153,9 @@ pub struct EventRecord {
 /// The workload command and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Command {
+    /// The command and its arguments as run.
     pub argv: Vec<String>,
+    /// Its process id.
     #[serde(default)]
     pub pid: Option<i32>,
     /// Exit code when it exited normally.
@@ -114,6 +169,7 @@ pub struct Command {
 /// The running kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {
+    /// Kernel release, as `uname -r`.
     pub release: String,
     /// GNU build-id from `/sys/kernel/notes`, lowercase hex, `None` when the kernel has none.
     #[serde(default)]
@@ -127,6 +183,7 @@ pub struct Kernel {
 /// A loaded module.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Module {
+    /// Module name as in `/proc/modules`.
     pub name: String,
     /// GNU build-id from `/sys/module/NAME/notes/.note.gnu.build-id`.
     #[serde(default)]
@@ -143,7 +200,9 @@ pub struct Module {
 /// Size and SHA-256 of a file in the archive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDigest {
+    /// Member name in the archive.
     pub file: String,
+    /// Size in bytes.
     pub size: u64,
     /// Lowercase hex SHA-256.
     pub sha256: String,
@@ -166,6 +225,62 @@ pub fn parse_hex_addr(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn minimal(schema: &str, version: u32) -> String {
+        let m = Manifest {
+            schema: schema.into(),
+            version,
+            capture_id: "c".into(),
+            agent_version: "0".into(),
+            uname: Uname::default(),
+            events: Vec::new(),
+            command: None,
+            target_pid: None,
+            cpus: vec![0],
+            callchain: false,
+            start_time_ns: 1,
+            stop_time_ns: 2,
+            stop_reason: "duration".into(),
+            kernel: Kernel {
+                release: "6.1".into(),
+                build_id: None,
+                text_addr: None,
+            },
+            modules: Vec::new(),
+            perf_data: FileDigest {
+                file: crate::PERF_DATA.into(),
+                size: 0,
+                sha256: String::new(),
+            },
+            sysctl: BTreeMap::new(),
+            mmap_pages: None,
+        };
+        serde_json::to_string(&m).unwrap()
+    }
+
+    /// A manifest of this schema and version parses; another schema, a newer version and
+    /// non-JSON are refused with their reason.
+    #[test]
+    fn parse_manifest_schema_and_version_checked() {
+        let ok = minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION);
+        assert_eq!(Manifest::from_json(ok.as_bytes()).unwrap().capture_id, "c");
+        let other = minimal("something-else", 1);
+        assert_eq!(
+            Manifest::from_json(other.as_bytes())
+                .unwrap_err()
+                .to_string(),
+            "unknown schema \"something-else\""
+        );
+        let newer = minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION + 1);
+        assert!(matches!(
+            Manifest::from_json(newer.as_bytes()),
+            Err(ManifestError::TooNew(_))
+        ));
+        assert!(matches!(
+            Manifest::from_json(b"{"),
+            Err(ManifestError::Json(_))
+        ));
+    }
 
     /// Hex addresses round-trip, with or without prefix, and garbage is rejected.
     #[test]

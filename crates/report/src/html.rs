@@ -267,10 +267,16 @@ impl Page<'_> {
                 first.min(100.0)
             )?;
             match (&function.file, function.line) {
-                (Some(file), Some(line)) => {
-                    writeln!(out, "<td class=\"path\">{}:{line}</td></tr>", Esc(file))?
-                }
-                (Some(file), None) => writeln!(out, "<td class=\"path\">{}</td></tr>", Esc(file))?,
+                (Some(file), Some(line)) => writeln!(
+                    out,
+                    "<td class=\"path\">{}:{line}</td></tr>",
+                    Esc(self.profile.source_path(file))
+                )?,
+                (Some(file), None) => writeln!(
+                    out,
+                    "<td class=\"path\">{}</td></tr>",
+                    Esc(self.profile.source_path(file))
+                )?,
                 _ => writeln!(out, "<td></td></tr>")?,
             }
         }
@@ -431,7 +437,13 @@ impl Page<'_> {
     fn source(&self, annotation: Option<&Annotation>, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "<section id=\"source\">\n<h2>Annotated source</h2>")?;
         match annotation {
-            Some(annotation) => self.listing(&Listing::from(annotation), out)?,
+            Some(annotation) => {
+                let mut listing = Listing::from(annotation);
+                for heading in listing.source.iter_mut().filter(|r| r.heading) {
+                    heading.text = self.profile.source_path(&heading.text).to_string();
+                }
+                self.listing(&listing, out)?
+            }
             None => writeln!(
                 out,
                 "<p class=\"note\">No function was annotated for this page \
@@ -524,7 +536,7 @@ impl Page<'_> {
             write!(
                 out,
                 "<tr><td class=\"path\">{}:{}</td><td class=\"fn\">{}</td><td class=\"fn\">{}</td>",
-                Esc(&line.file),
+                Esc(self.profile.source_path(&line.file)),
                 line.line,
                 Esc(function.name.as_deref().unwrap_or("[unknown]")),
                 Esc(self

@@ -36,18 +36,6 @@ pub fn function_name(p: &Profile, f: usize) -> String {
     }
 }
 
-fn short_file(f: &str) -> &str {
-    // Keep the last three components: enough to recognise, short enough for a table.
-    let mut idx = f.len();
-    for _ in 0..3 {
-        match f[..idx].rfind('/') {
-            Some(i) => idx = i,
-            None => return f,
-        }
-    }
-    &f[idx + 1..]
-}
-
 /// The default view: header, images summary, functions table, of the stacks `filter` keeps.
 pub fn write_functions(
     p: &Profile,
@@ -127,12 +115,12 @@ pub fn write_functions(
         let f = &p.functions[row.function];
         cols(out, &row.samples)?;
         let src = match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!("{}:{line}", short_file(file)),
+            (Some(file), Some(line)) => format!("{}:{line}", p.source_path(file)),
             _ => String::new(),
         };
         let hot = match &row.hot_line {
             Some(h) if Some(h.line) != f.line => {
-                format!("  (hot {}:{})", short_file(&h.file), h.line)
+                format!("  (hot {}:{})", p.source_path(&h.file), h.line)
             }
             _ => String::new(),
         };
@@ -188,7 +176,7 @@ pub fn write_tree(
             let boundary = if img.kernel { " [k]" } else { "" };
             let site = c
                 .top_site()
-                .map(|s| format!("  {}:{}", s.file, s.line))
+                .map(|s| format!("  {}:{}", p.source_path(&s.file), s.line))
                 .unwrap_or_default();
             writeln!(
                 out,
@@ -254,7 +242,7 @@ pub fn write_annotation(
     writeln!(out, "\nSource:")?;
     for (i, l) in a.lines.iter().enumerate() {
         if file != Some(&l.file) {
-            writeln!(out, "  {}", l.file)?;
+            writeln!(out, "  {}", p.source_path(&l.file))?;
             file = Some(&l.file);
         }
         cells(out, &|ann| ann.lines.get(i).map_or(0, |x| x.samples))?;
@@ -268,7 +256,7 @@ pub fn write_annotation(
                 out,
                 "{:w$}  ; {}:{}",
                 "",
-                x.file.as_deref().map(short_file).unwrap_or(""),
+                x.file.as_deref().map(|f| p.source_path(f)).unwrap_or(""),
                 x.line.unwrap_or(0),
                 w = anns.len() * 17
             )?;

@@ -14,9 +14,11 @@ const MAX_SOURCE_LINES: u32 = 2000;
 pub struct Annotation {
     /// Image and function name.
     pub image: String,
+    /// Function name.
     pub function: String,
     /// Address range of the function in its symbol file.
     pub start: u64,
+    /// Size of the function in bytes.
     pub size: u64,
     /// The event counted.
     pub event: String,
@@ -33,22 +35,30 @@ pub struct Annotation {
 /// A source line with the samples of the instructions generated from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceLine {
+    /// Source file, as the frames name it.
     pub file: String,
+    /// Line number, 1-based.
     pub line: u32,
     /// The text of the line, when the source file was found.
     pub text: Option<String>,
+    /// Self samples of the instructions generated from the line.
     pub samples: u64,
 }
 
 /// An instruction with its samples.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instruction {
+    /// Address in the symbol file.
     pub address: u64,
+    /// The instruction's bytes.
     pub bytes: Vec<u8>,
+    /// Disassembly.
     pub text: String,
+    /// Self samples at the address.
     pub samples: u64,
     /// Source position of the instruction.
     pub file: Option<String>,
+    /// Line of `file`.
     pub line: Option<u32>,
 }
 

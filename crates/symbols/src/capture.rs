@@ -1,7 +1,9 @@
 //! Opening a capture: a kprof archive (`.kprof.tar.gz`) or a bare perf.data.
 //!
-//! The archive's perf.data is unpacked to a temporary file so that memory stays bounded by
-//! what the reader buffers, not by the size of the capture.
+//! Opened from a path, an archive's perf.data is unpacked to a temporary file so that memory
+//! stays bounded by what the reader buffers, not by the size of the capture; read from a
+//! reader, the capture is held in memory. The `/proc/modules` snapshot of an archive is not
+//! read: the manifest has the modules with their sections.
 
 use crate::error::{Error, Result};
 use kprof_capture::Manifest;
@@ -9,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// Largest manifest.json or modules snapshot accepted; real ones are a few KiB.
+/// Largest manifest.json accepted; real ones are a few KiB.
 const MAX_SMALL_MEMBER: u64 = 64 << 20;
 /// Largest kallsyms snapshot accepted; a distro kernel's is ~15 MiB.
 const MAX_KALLSYMS: u64 = 512 << 20;
@@ -17,18 +19,36 @@ const MAX_KALLSYMS: u64 = 512 << 20;
 /// The parts of a capture.
 #[derive(Debug)]
 pub struct Capture {
-    /// The path the user gave.
+    /// The name the user gave (the path of a capture opened from a file).
     pub path: PathBuf,
-    /// The perf.data, possibly a temporary file unpacked from the archive.
-    pub perf_data: PathBuf,
-    /// Keeps the unpacked perf.data alive.
-    _temp: Option<tempfile::TempPath>,
+    perf_data: PerfData,
     /// The agent's manifest; `None` for a bare perf.data.
     pub manifest: Option<Manifest>,
     /// The `/proc/kallsyms` snapshot, when the archive has one.
     pub kallsyms: Option<String>,
-    /// The `/proc/modules` snapshot, when the archive has one.
-    pub modules: Option<String>,
+}
+
+/// Where the perf.data of a capture is.
+#[derive(Debug)]
+pub(crate) enum PerfData {
+    /// A file: the capture itself, or a temporary file unpacked from the archive.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Deletes the unpacked file when the capture is dropped.
+        _temp: Option<tempfile::TempPath>,
+    },
+    /// In memory, for a capture read from a reader.
+    Bytes(Vec<u8>),
+}
+
+/// Where an archive's perf.data member goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unpack {
+    /// To a temporary file: memory stays bounded by what the reader buffers.
+    TempFile,
+    /// To memory.
+    Memory,
 }
 
 impl Capture {
@@ -38,19 +58,18 @@ impl Capture {
         let mut magic = [0u8; 8];
         let n = read_up_to(&mut file, &mut magic).map_err(|e| Error::io(path, e))?;
         let magic = &magic[..n];
-        if magic.starts_with(&[0x1f, 0x8b]) {
+        if magic.starts_with(&GZIP_MAGIC) {
             file.seek(SeekFrom::Start(0))
                 .map_err(|e| Error::io(path, e))?;
-            Self::open_archive(path, file)
-        } else if magic == b"PERFILE2" || magic == b"2ELIFREP" {
-            Ok(Self {
-                path: path.to_path_buf(),
-                perf_data: path.to_path_buf(),
-                _temp: None,
-                manifest: None,
-                kallsyms: None,
-                modules: None,
-            })
+            Self::read_archive(path, BufReader::new(file), Unpack::TempFile)
+        } else if is_perf_magic(magic) {
+            Ok(Self::bare(
+                path,
+                PerfData::File {
+                    path: path.to_path_buf(),
+                    _temp: None,
+                },
+            ))
         } else {
             Err(Error::UnknownFormat {
                 path: path.to_path_buf(),
@@ -59,17 +78,58 @@ impl Capture {
         }
     }
 
-    fn open_archive(path: &Path, file: File) -> Result<Self> {
+    /// Reads an archive or a bare perf.data from `r`, wholly into memory; `name` is what
+    /// messages call it.
+    pub fn from_reader(name: &Path, mut r: impl Read) -> Result<Self> {
+        let mut magic = [0u8; 8];
+        let n = read_up_to(&mut r, &mut magic).map_err(|e| Error::io(name, e))?;
+        let magic = &magic[..n];
+        let rest = magic.chain(r);
+        if magic.starts_with(&GZIP_MAGIC) {
+            Self::read_archive(name, rest, Unpack::Memory)
+        } else if is_perf_magic(magic) {
+            let mut bytes = Vec::new();
+            { rest }
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(name, e))?;
+            Ok(Self::bare(name, PerfData::Bytes(bytes)))
+        } else {
+            Err(Error::UnknownFormat {
+                path: name.to_path_buf(),
+                magic: magic.to_vec(),
+            })
+        }
+    }
+
+    /// Reads an archive or a bare perf.data held in memory.
+    pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<Self> {
+        Self::from_reader(name, bytes)
+    }
+
+    /// Where the perf.data is.
+    pub(crate) fn perf_data(&self) -> &PerfData {
+        &self.perf_data
+    }
+
+    fn bare(path: &Path, perf_data: PerfData) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            perf_data,
+            manifest: None,
+            kallsyms: None,
+        }
+    }
+
+    fn read_archive(path: &Path, r: impl Read, unpack: Unpack) -> Result<Self> {
         let bad = |why: String| Error::BadArchive {
             path: path.to_path_buf(),
             why,
         };
-        let gz = flate2::read::GzDecoder::new(BufReader::new(file));
+        let gz = flate2::read::GzDecoder::new(r);
         let mut archive = tar::Archive::new(gz);
-        let mut perf: Option<(tempfile::TempPath, u64)> = None;
+        let mut perf: Option<(PerfData, u64)> = None;
         let mut manifest_text = None;
         let mut kallsyms = None;
-        let mut modules = None;
         let entries = archive
             .entries()
             .map_err(|e| bad(format!("reading the tar stream: {e}")))?;
@@ -84,22 +144,43 @@ impl Capture {
             let size = entry.header().size().unwrap_or(u64::MAX);
             match name.as_str() {
                 kprof_capture::PERF_DATA => {
-                    let mut tmp = tempfile::Builder::new()
-                        .prefix("kprof-perf-")
-                        .suffix(".data")
-                        .tempfile()
-                        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-                    let copied = std::io::copy(&mut entry, tmp.as_file_mut()).map_err(|e| {
+                    let truncated = |e: std::io::Error| {
                         bad(format!(
                             "{name}: truncated or corrupted after some bytes: {e}"
                         ))
-                    })?;
+                    };
+                    let (data, copied) = match unpack {
+                        Unpack::TempFile => {
+                            let mut tmp = tempfile::Builder::new()
+                                .prefix("kprof-perf-")
+                                .suffix(".data")
+                                .tempfile()
+                                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+                            let copied =
+                                std::io::copy(&mut entry, tmp.as_file_mut()).map_err(truncated)?;
+                            let tmp = tmp.into_temp_path();
+                            (
+                                PerfData::File {
+                                    path: tmp.to_path_buf(),
+                                    _temp: Some(tmp),
+                                },
+                                copied,
+                            )
+                        }
+                        Unpack::Memory => {
+                            // The size comes from the archive: cap what is reserved up front.
+                            let mut bytes = Vec::with_capacity(size.min(1 << 20) as usize);
+                            let copied =
+                                std::io::copy(&mut entry, &mut bytes).map_err(truncated)?;
+                            (PerfData::Bytes(bytes), copied)
+                        }
+                    };
                     if copied != size {
                         return Err(bad(format!(
                             "{name}: header says {size} bytes, only {copied} present"
                         )));
                     }
-                    perf = Some((tmp.into_temp_path(), copied));
+                    perf = Some((data, copied));
                 }
                 kprof_capture::MANIFEST => {
                     manifest_text =
@@ -109,14 +190,10 @@ impl Capture {
                     kallsyms =
                         Some(read_member(&mut entry, &name, size, MAX_KALLSYMS).map_err(bad)?)
                 }
-                kprof_capture::MODULES => {
-                    modules =
-                        Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
-                }
                 _ => {}
             }
         }
-        let Some((perf_path, perf_size)) = perf else {
+        let Some((perf_data, perf_size)) = perf else {
             return Err(bad(format!("no {} member", kprof_capture::PERF_DATA)));
         };
         let manifest = match manifest_text {
@@ -133,32 +210,26 @@ impl Capture {
         }
         Ok(Self {
             path: path.to_path_buf(),
-            perf_data: perf_path.to_path_buf(),
-            _temp: Some(perf_path),
+            perf_data,
             manifest,
             kallsyms,
-            modules,
         })
     }
 }
 
+/// The first bytes of a gzip stream.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// perf.data magic, little- or big-endian.
+fn is_perf_magic(magic: &[u8]) -> bool {
+    magic == b"PERFILE2" || magic == b"2ELIFREP"
+}
+
 fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
-    let bad = |why: String| Error::BadManifest {
+    Manifest::from_json(text.as_bytes()).map_err(|e| Error::BadManifest {
         path: path.to_path_buf(),
-        why,
-    };
-    let manifest: Manifest = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
-    if manifest.schema != kprof_capture::MANIFEST_SCHEMA {
-        return Err(bad(format!("unknown schema {:?}", manifest.schema)));
-    }
-    if manifest.version > kprof_capture::MANIFEST_VERSION {
-        return Err(bad(format!(
-            "manifest version {} is newer than this kprofctl understands ({})",
-            manifest.version,
-            kprof_capture::MANIFEST_VERSION
-        )));
-    }
-    Ok(manifest)
+        why: e.to_string(),
+    })
 }
 
 fn read_member(
@@ -194,4 +265,39 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes starting with the perf.data magic are a bare perf.data held in memory.
+    #[test]
+    fn read_bytes_bare_perf_data_in_memory() {
+        let mut bytes = b"PERFILE2".to_vec();
+        bytes.extend_from_slice(&[0; 96]);
+        let cap = Capture::from_bytes(Path::new("mem.data"), &bytes).unwrap();
+        assert!(cap.manifest.is_none() && cap.kallsyms.is_none());
+        assert!(matches!(cap.perf_data(), PerfData::Bytes(b) if *b == bytes));
+    }
+
+    /// Other first bytes are neither format: the error names them.
+    #[test]
+    fn read_bytes_unknown_magic_errors() {
+        let err = Capture::from_bytes(Path::new("x"), b"hello").unwrap_err();
+        assert!(matches!(err, Error::UnknownFormat { ref magic, .. } if magic == b"hello"));
+    }
+
+    /// A gzip stream without a perf.data member is a bad archive, not a panic.
+    #[test]
+    fn read_bytes_archive_without_perf_data_errors() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &[0; 1024]).unwrap();
+        let bytes = gz.finish().unwrap();
+        let err = Capture::from_bytes(Path::new("a.kprof.tar.gz"), &bytes).unwrap_err();
+        assert!(
+            matches!(&err, Error::BadArchive { why, .. } if why.contains("no perf.data member")),
+            "{err}"
+        );
+    }
 }

@@ -8,6 +8,7 @@
 
 use crate::demangle::demangle;
 use crate::error::{Error, Result};
+use kprof_capture::build_id::hex;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationTarget, SectionIndex};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -24,8 +25,11 @@ pub enum SectionBytes {
     /// A range of a mapped file: uncompressed sections are not copied, which halves the
     /// memory a large debug file costs.
     Mapped {
+        /// The mapping of the whole file.
         map: Rc<memmap2::Mmap>,
+        /// Offset of the section in the file.
         start: usize,
+        /// Length of the section.
         len: usize,
     },
     /// Decompressed or relocated contents.
@@ -67,8 +71,11 @@ const ANCHORS: &[&str] = &["_text", "_stext"];
 /// Instruction set of a symbol file, for the disassembler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
+    /// x86-64.
     X86_64,
+    /// 64-bit Arm.
     Aarch64,
+    /// Anything else: no disassembly.
     Other,
 }
 
@@ -93,21 +100,29 @@ struct Code {
 /// A frame of an address: innermost (inlined) first, outermost (the real function) last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawFrame {
+    /// Function name, demangled; `None` when no symbol covers the address.
     pub name: Option<String>,
     /// Start and size of the outermost function's symbol; `None` for inlined frames.
     pub func_start: Option<u64>,
+    /// See `func_start`.
     pub func_size: Option<u64>,
+    /// Source file of the address in this frame.
     pub file: Option<String>,
+    /// Line of `file`.
     pub line: Option<u32>,
+    /// This frame is inlined into the next one.
     pub inlined: bool,
 }
 
 /// A loaded symbol file.
 pub struct SymbolFile {
+    /// The file opened.
     pub path: PathBuf,
     /// Separate file the DWARF came from, when not `path`.
     pub debug_path: Option<PathBuf>,
+    /// Its GNU build-id, lowercase hex.
     pub build_id: Option<String>,
+    /// Its instruction set.
     pub arch: Arch,
     /// The file had `.debug_line`: lookups give file:line.
     pub has_lines: bool,
@@ -115,6 +130,9 @@ pub struct SymbolFile {
     pub has_symbols: bool,
     /// The file is relocatable (a `.ko`).
     pub relocatable: bool,
+    /// The build trees its DWARF names source files in: each compilation unit's
+    /// `DW_AT_comp_dir`, and the directory of a unit named outside it.
+    pub source_roots: Vec<String>,
     symbols: Vec<Sym>,
     anchors: HashMap<String, u64>,
     /// Every name of an address that has several (`init_module` and `mymod_init`).
@@ -151,11 +169,6 @@ pub fn map_file(path: &Path) -> Result<memmap2::Mmap> {
 pub fn read_build_id(data: &[u8]) -> std::result::Result<Option<String>, object::Error> {
     let obj = object::File::parse(data)?;
     Ok(obj.build_id()?.map(hex))
-}
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl SymbolFile {
@@ -244,10 +257,12 @@ impl SymbolFile {
         let aliases = aliases_of(&symbols);
         finish_symbols(&mut symbols);
         let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
+        let mut source_roots = Vec::new();
         let dwarf = if dwarf_obj.section_by_name(".debug_info").is_some() {
             let sec_addr = section_addresses(dwarf_obj, placement);
             let d = load_dwarf(dwarf_obj, &debug_map, relocatable.then_some(&sec_addr))
                 .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?;
+            source_roots = build_trees(&d);
             Some(
                 addr2line::Context::from_dwarf(d)
                     .map_err(|e| bad(debug.unwrap_or(path), format!("DWARF: {e}")))?,
@@ -263,6 +278,7 @@ impl SymbolFile {
             has_lines: has_lines && dwarf.is_some(),
             has_symbols: !symbols.is_empty(),
             relocatable,
+            source_roots,
             symbols,
             anchors,
             aliases,
@@ -290,11 +306,6 @@ impl SymbolFile {
             .iter()
             .find(|(off, _, size)| offset >= *off && offset < off.saturating_add(*size))
             .map(|(off, vaddr, _)| vaddr.wrapping_add(offset - off))
-    }
-
-    /// The allocated sections a relocatable file was placed at: `(name, address, size)`.
-    pub fn placed_sections(&self) -> &[(String, u64, u64)] {
-        &self.placed
     }
 
     /// Whether `addr` falls into one of the placed sections.
@@ -531,6 +542,46 @@ fn finish_symbols(syms: &mut Vec<Sym>) {
 
 /// Loads DWARF; for a relocatable file applies the relocations of each debug section using the
 /// section addresses in `reloc`.
+/// The build trees of the compilation units: each unit's `DW_AT_comp_dir` (the kernel tree
+/// for the kernel and kbuild modules, the package's build directory for user code), and the
+/// directory of a unit whose absolute name is outside it (an out-of-tree module: kbuild
+/// compiles it in the kernel tree, from the module's own directory).
+fn build_trees(d: &gimli::Dwarf<Reader>) -> Vec<String> {
+    let text = |r: &Option<Reader>| {
+        r.as_ref().and_then(|r| {
+            gimli::Reader::to_string_lossy(r)
+                .ok()
+                .map(|c| c.into_owned())
+        })
+    };
+    let mut roots = std::collections::BTreeSet::new();
+    let mut units = d.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = d.unit(header) else { continue };
+        let comp_dir = text(&unit.comp_dir).map(|c| c.trim_end_matches('/').to_string());
+        let name: Option<String> = text(&unit.name).filter(|n| n.starts_with('/'));
+        if let Some(name) = name {
+            let inside = comp_dir
+                .as_deref()
+                .is_some_and(|c| under_root(&name, c).is_some());
+            if !inside {
+                if let Some(dir) = Path::new(&name).parent() {
+                    roots.insert(dir.to_string_lossy().into_owned());
+                }
+            }
+        }
+        roots.extend(comp_dir);
+    }
+    roots.into_iter().filter(|r| r.len() > 1).collect()
+}
+
+/// `path` relative to `root`, when it is below it.
+pub fn under_root<'a>(path: &'a str, root: &str) -> Option<&'a str> {
+    path.strip_prefix(root)?
+        .strip_prefix('/')
+        .filter(|rest| !rest.is_empty())
+}
+
 fn load_dwarf(
     obj: &object::File<'_>,
     map: &Rc<memmap2::Mmap>,

@@ -8,25 +8,52 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The error.
         source: std::io::Error,
     },
     /// The capture is neither a kprof archive nor a perf.data file.
     #[error("{}: not a kprof capture (.kprof.tar.gz) nor a perf.data file (first bytes {magic:02x?})", path.display())]
-    UnknownFormat { path: PathBuf, magic: Vec<u8> },
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+        /// Its first bytes.
+        magic: Vec<u8>,
+    },
     /// The archive is damaged or misses a member.
     #[error("{}: bad kprof archive: {why}", path.display())]
-    BadArchive { path: PathBuf, why: String },
+    BadArchive {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// The perf.data header or records are damaged.
     #[error("{}: bad perf.data: {why}", path.display())]
-    BadPerfData { path: PathBuf, why: String },
+    BadPerfData {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// The manifest does not parse or has an unknown schema.
     #[error("{}: bad manifest.json: {why}", path.display())]
-    BadManifest { path: PathBuf, why: String },
+    BadManifest {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// An ELF file could not be parsed.
     #[error("{}: bad ELF file: {why}", path.display())]
-    BadElf { path: PathBuf, why: String },
+    BadElf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// A requested function or item is not in the profile.
     #[error("{0}")]
     NotFound(String),

@@ -4,8 +4,9 @@
 //! is kept on disk keyed by path, mtime and size: a second report only `stat`s the files and
 //! reads the ones that changed.
 
-use crate::elf::{hex, map_file};
+use crate::elf::map_file;
 use crate::error::{Error, Result};
+use kprof_capture::build_id::hex;
 use object::Object;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -18,7 +19,9 @@ const INDEX_VERSION: u32 = 2;
 /// What the index knows about one ELF file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
+    /// Modification time in nanoseconds since the epoch, when indexed.
     pub mtime_ns: u128,
+    /// Size in bytes, when indexed.
     pub size: u64,
     /// The file is ELF; other files are remembered too so that they are not reopened.
     #[serde(default = "yes")]
@@ -47,7 +50,12 @@ pub enum Progress {
     /// Files seen so far while walking.
     Walked(u64),
     /// ELF files (re)read so far, of how many not in the index.
-    Read { done: u64, total: u64 },
+    Read {
+        /// Files read.
+        done: u64,
+        /// Files to read.
+        total: u64,
+    },
 }
 
 /// Build-id → files, and file name → files (to report mismatches).
@@ -173,15 +181,6 @@ impl BuildIdIndex {
             .filter_map(|p| Some((p.as_path(), self.files.get(p)?)))
             .collect()
     }
-}
-
-/// Default location: `${XDG_CACHE_HOME:-~/.cache}/kprof/buildid-index.json`.
-pub fn default_store() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("kprof").join("buildid-index.json"))
 }
 
 fn load_stored(path: &Path) -> Stored {

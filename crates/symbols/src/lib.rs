@@ -12,18 +12,19 @@
 //! # Ok::<(), kprof_symbols::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod annotate;
 pub mod capture;
 pub mod demangle;
 mod disasm;
-pub mod discover;
 pub mod elf;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;
 pub mod kallsyms;
-pub mod perf_header;
+pub mod perf_data;
 pub mod profile;
 mod quiet_panic;
 pub mod sources;
@@ -33,4 +34,4 @@ pub mod views;
 pub use capture::Capture;
 pub use error::{Error, Result};
 pub use profile::Profile;
-pub use symbolize::{symbolize, Options, Progress, Symbolizer};
+pub use symbolize::{symbolize, HostKernel, Options, Progress, Symbolizer};

@@ -29,6 +29,20 @@ pub struct Profile {
     pub meta: Meta,
 }
 
+impl Profile {
+    /// A source file as reports show it: relative to the build tree it came from (the
+    /// kernel tree, the module's directory, the package's source directory), i.e. the
+    /// longest of [`Meta::source_roots`] it is below; the full path when it is below none.
+    pub fn source_path<'a>(&self, file: &'a str) -> &'a str {
+        self.meta
+            .source_roots
+            .iter()
+            .filter_map(|root| crate::elf::under_root(file, root).map(|rel| (root.len(), rel)))
+            .max_by_key(|(len, _)| *len)
+            .map_or(file, |(_, rel)| rel)
+    }
+}
+
 /// Facts about the capture as a whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Meta {
@@ -36,12 +50,17 @@ pub struct Meta {
     pub capture: String,
     /// Host name, kernel release and architecture of the target, when recorded.
     pub hostname: Option<String>,
+    /// Kernel release of the target.
     pub os_release: Option<String>,
+    /// Machine of the target (`uname -m`).
     pub arch: Option<String>,
     /// Samples the kernel reported lost.
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// The build trees source files are shown relative to (see [`Profile::source_path`]):
+    /// the compilation directories of the symbol files used, after `source_prefix`.
+    pub source_roots: Vec<String>,
 }
 
 /// A sampled event.
@@ -59,17 +78,26 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SymbolSource {
     /// A file whose GNU build-id equals the recorded one.
-    BuildId { path: PathBuf },
+    BuildId {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file with the right name and another build-id was found and NOT used.
     Mismatch {
+        /// The file.
         path: PathBuf,
+        /// The build-id recorded in the capture.
         expected: String,
+        /// The build-id of the file.
         found: String,
     },
     /// Kernel or module names from the capture's kallsyms snapshot: functions, no lines.
     Kallsyms,
     /// Nothing usable; addresses are shown raw.
-    Missing { why: String },
+    Missing {
+        /// Why, for the warning.
+        why: String,
+    },
 }
 
 /// A loaded image: `[kernel.kallsyms]`, a module such as `mychardrv.ko`, or a user ELF.
@@ -100,6 +128,7 @@ pub struct Function {
     pub size: Option<u64>,
     /// Source file and line of the function's declaration/first line, when DWARF has it.
     pub file: Option<String>,
+    /// Line of `file`.
     pub line: Option<u32>,
 }
 
@@ -114,6 +143,7 @@ pub struct Frame {
     /// Source position of the address in this function. Shared: a capture has millions of
     /// frames and a few thousand source files.
     pub file: Option<Arc<str>>,
+    /// Line of `file`.
     pub line: Option<u32>,
     /// This frame is an inlined call inside the next (outer) frame of the same address.
     pub inlined: bool,
@@ -122,7 +152,9 @@ pub struct Frame {
 /// A thread samples were taken on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {
+    /// Process id (`-1` when not recorded).
     pub pid: i32,
+    /// Thread id.
     pub tid: i32,
     /// Command name at the time of the samples.
     pub comm: String,
@@ -137,4 +169,48 @@ pub struct Stack {
     pub thread: usize,
     /// Samples per event, parallel to [`Profile::events`].
     pub counts: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_roots(roots: &[&str]) -> Profile {
+        Profile {
+            meta: Meta {
+                source_roots: roots.iter().map(|r| r.to_string()).collect(),
+                ..Meta::default()
+            },
+            ..Profile::default()
+        }
+    }
+
+    /// A file below nested roots is shown relative to the longest (the deepest tree).
+    #[test]
+    fn source_path_nested_roots_longest_wins() {
+        let p = with_roots(&["/home/me", "/home/me/linux-6.1.192", "/src/mod"]);
+        assert_eq!(
+            p.source_path("/home/me/linux-6.1.192/arch/x86/lib/clear_page_64.S"),
+            "arch/x86/lib/clear_page_64.S"
+        );
+        assert_eq!(
+            p.source_path("/home/me/linux-6.1.192/mm/memory.c"),
+            "mm/memory.c"
+        );
+        assert_eq!(p.source_path("/src/mod/drv.c"), "drv.c");
+        assert_eq!(p.source_path("/home/me/app/main.c"), "app/main.c");
+    }
+
+    /// A root matches whole path components only; files below no root keep their full path.
+    #[test]
+    fn source_path_outside_roots_full() {
+        let p = with_roots(&["/build/linux"]);
+        assert_eq!(
+            p.source_path("/build/linux-6.1/mm/memory.c"),
+            "/build/linux-6.1/mm/memory.c"
+        );
+        assert_eq!(p.source_path("/build/linux"), "/build/linux");
+        assert_eq!(p.source_path("mm/memory.c"), "mm/memory.c");
+        assert_eq!(with_roots(&[]).source_path("/a/b.c"), "/a/b.c");
+    }
 }

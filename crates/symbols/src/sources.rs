@@ -4,8 +4,9 @@
 //! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here. A file
 //! with the image's name and another build-id is remembered to report the mismatch.
 
-use crate::elf::{hex, map_file};
+use crate::elf::map_file;
 use crate::index::BuildIdIndex;
+use kprof_capture::build_id::hex;
 use object::Object;
 use std::path::{Path, PathBuf};
 
@@ -14,11 +15,18 @@ use std::path::{Path, PathBuf};
 pub enum Lookup {
     /// `path` has the build-id; `debug` is a separate file with its DWARF, when there is one.
     Found {
+        /// The file with the build-id.
         path: PathBuf,
+        /// Its split debug file.
         debug: Option<PathBuf>,
     },
     /// Only a file with another build-id.
-    Mismatch { path: PathBuf, found: String },
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// Its build-id.
+        found: String,
+    },
     /// Nothing; the reason.
     Missing(String),
 }
@@ -62,6 +70,7 @@ fn facts(path: &Path) -> Option<FileFacts> {
 /// The lookup configuration and the index.
 #[derive(Debug)]
 pub struct Sources {
+    /// The build-id index of the symbol paths.
     pub index: BuildIdIndex,
     /// `~/.debug`, perf's build-id cache.
     pub perf_cache: Option<PathBuf>,

@@ -91,8 +91,11 @@ pub struct FunctionRow {
 /// The hottest source line of a function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HotLine {
+    /// Source file.
     pub file: String,
+    /// Line of `file`.
     pub line: u32,
+    /// Self samples on the line.
     pub samples: u64,
 }
 
@@ -231,8 +234,11 @@ pub struct CallNode {
 /// A source position of a call tree node and the samples that passed through it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
+    /// Source file of the call site.
     pub file: String,
+    /// Line of `file`.
     pub line: u32,
+    /// Samples through the call site.
     pub samples: u64,
 }
 

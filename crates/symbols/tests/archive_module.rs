@@ -246,6 +246,32 @@ fn symbolize_archive_module_samples_resolve() {
     );
 }
 
+/// Source files of an out-of-tree module show relative to the module's directory, kernel
+/// headers inlined into it relative to the kernel tree; the frames keep the full paths.
+#[test]
+fn symbolize_archive_module_source_paths_relative_to_tree() {
+    let ko = common::shared_module();
+    let tmp = tempfile::tempdir().unwrap();
+    let cap = archive(tmp.path(), ko, &build_id_of(ko), true);
+    let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
+    let module_dir = ko.parent().unwrap().to_string_lossy().into_owned();
+    let kbuild = common::kbuild_dir().to_string_lossy().into_owned();
+    let files: Vec<&str> = p.frames.iter().filter_map(|f| f.file.as_deref()).collect();
+    let own = files
+        .iter()
+        .find(|f| f.ends_with("kprof_testmod.c"))
+        .expect("a frame in the module's source");
+    assert_eq!(*own, format!("{module_dir}/kprof_testmod.c"));
+    assert_eq!(p.source_path(own), "kprof_testmod.c");
+    for f in &files {
+        let shown = p.source_path(f);
+        assert!(!shown.starts_with('/'), "{f} shown as {shown}");
+        if let Some(rel) = f.strip_prefix(&format!("{kbuild}/")) {
+            assert_eq!(shown, rel, "{f}");
+        }
+    }
+}
+
 /// A module file with another build-id is reported with both ids, not used; kallsyms names it.
 #[test]
 fn symbolize_archive_module_mismatch_reported() {

@@ -147,9 +147,8 @@ fn symbolize_error(bytes: &[u8]) -> String {
     let opts = kprof_symbols::Options {
         symbol_paths: Vec::new(),
         index_store: None,
-        system_paths: false,
-        host_files: false,
         source_prefix: Vec::new(),
+        ..kprof_symbols::Options::default()
     };
     let mut s = kprof_symbols::Symbolizer::new(opts, &mut |_| {}).unwrap();
     let cap = kprof_symbols::Capture::open(f.path()).unwrap();
@@ -247,6 +246,7 @@ fn read_perfdata_valid_features_ok() {
     cmdline.extend_from_slice(&4u32.to_le_bytes());
     cmdline.extend_from_slice(b"ls\0\0");
     let b = with_feature(11, &cmdline);
-    let header = kprof_symbols::perf_header::check(&mut std::io::Cursor::new(&b), b.len() as u64);
+    let header =
+        kprof_symbols::perf_data::header::check(&mut std::io::Cursor::new(&b), b.len() as u64);
     assert!(header.is_ok(), "{header:?}");
 }

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::discover::{is_buildroot_dir, is_yocto_builddir};
+
 /// Arguments of `kprofctl build`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
@@ -78,16 +80,6 @@ pub fn detect(dir: &Path, builddir_env: Option<&Path>) -> anyhow::Result<Backend
          (.config with BR2_ options and Makefile) or inside the kprof source tree",
         dir.display()
     )
-}
-
-fn is_yocto_builddir(d: &Path) -> bool {
-    d.join("conf").join("bblayers.conf").is_file() && d.join("conf").join("local.conf").is_file()
-}
-
-fn is_buildroot_dir(d: &Path) -> bool {
-    d.join("Makefile").is_file()
-        && std::fs::read_to_string(d.join(".config"))
-            .is_ok_and(|t| t.lines().any(|l| l.starts_with("BR2_")))
 }
 
 fn is_kprof_workspace(d: &Path) -> bool {

@@ -4,6 +4,7 @@ pub mod build;
 pub mod deploy;
 pub mod diff;
 pub mod fetch;
+pub mod host_symbols;
 pub mod record_options;
 pub mod report;
 pub mod run;

@@ -85,12 +85,12 @@ impl SymbolArgs {
                 .map(PathBuf::from)
         });
         if let Some(y) = yocto {
-            let found = kprof_symbols::discover::yocto_symbol_paths(&y)
+            let found = crate::discover::yocto_symbol_paths(&y)
                 .with_context(|| format!("Yocto build directory {}", y.display()))?;
             out.extend(found);
         }
         if let Some(b) = &self.buildroot {
-            let found = kprof_symbols::discover::buildroot_symbol_paths(b)
+            let found = crate::discover::buildroot_symbol_paths(b)
                 .with_context(|| format!("Buildroot output directory {}", b.display()))?;
             out.extend(found);
         }
@@ -108,16 +108,12 @@ impl SymbolArgs {
             .collect()
     }
 
-    /// Symbolizer options for these arguments.
+    /// Symbolizer options for these arguments, looking into this host too.
     pub fn options(&self) -> anyhow::Result<kprof_symbols::Options> {
-        let mut o = kprof_symbols::Options {
-            symbol_paths: self.paths()?,
+        let paths = self.paths()?;
+        Ok(kprof_symbols::Options {
             source_prefix: self.prefixes()?,
-            ..kprof_symbols::Options::default()
-        };
-        if let Some(dir) = std::env::var_os("KPROF_CACHE_DIR") {
-            o.index_store = Some(PathBuf::from(dir).join("buildid-index.json"));
-        }
-        Ok(o)
+            ..super::host_symbols::options(paths)
+        })
     }
 }

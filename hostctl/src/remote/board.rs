@@ -8,8 +8,7 @@ use super::shell::quote;
 pub const AGENT_PATH: &str = "/usr/bin/kprof-agent";
 /// Where `deploy` puts the agent when the root file system is read-only.
 pub const AGENT_FALLBACK_PATH: &str = "/tmp/kprof-agent";
-/// The agent's default capture directory.
-pub const CAPTURE_DIR: &str = "/var/lib/kprof/captures";
+pub use kprof_capture::CAPTURE_DIR;
 
 /// Finds an executable agent: the remembered path, the install paths, then `$PATH`.
 pub fn find_agent(remote: &Remote, remembered: Option<&str>) -> anyhow::Result<Option<String>> {
@@ -71,7 +70,8 @@ impl Facts {
     }
 
     pub fn kernel_build_id(&self) -> Option<String> {
-        gnu_build_id_from_notes(&self.kernel_notes)
+        kprof_capture::build_id::in_notes_either_endian(&self.kernel_notes)
+            .map(kprof_capture::build_id::hex)
     }
 }
 
@@ -101,44 +101,6 @@ pub fn facts(remote: &Remote) -> anyhow::Result<Facts> {
         facts.kernel_notes = notes.stdout;
     }
     Ok(facts)
-}
-
-/// The GNU build-id (note type 3, name "GNU") in an ELF notes blob of either byte order.
-pub fn gnu_build_id_from_notes(notes: &[u8]) -> Option<String> {
-    for big_endian in [false, true] {
-        let rd = |off: usize| -> Option<usize> {
-            let b: [u8; 4] = notes.get(off..off + 4)?.try_into().ok()?;
-            Some(if big_endian {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            } as usize)
-        };
-        let align = |n: usize| n.checked_add(3).map(|n| n & !3);
-        let mut off = 0;
-        while off + 12 <= notes.len() {
-            let (Some(namesz), Some(descsz), Some(kind)) = (rd(off), rd(off + 4), rd(off + 8))
-            else {
-                break;
-            };
-            let name_start = off + 12;
-            let Some(desc_start) = align(namesz).and_then(|n| name_start.checked_add(n)) else {
-                break;
-            };
-            let Some(next) = align(descsz).and_then(|n| desc_start.checked_add(n)) else {
-                break;
-            };
-            if next > notes.len() {
-                break;
-            }
-            if kind == 3 && notes.get(name_start..name_start + namesz) == Some(b"GNU\0") {
-                let desc = &notes[desc_start..desc_start + descsz];
-                return Some(desc.iter().map(|b| format!("{b:02x}")).collect());
-            }
-            off = next;
-        }
-    }
-    None
 }
 
 /// A finished capture archive on the board.
@@ -205,46 +167,5 @@ pub fn sha256(remote: &Remote, path: &str) -> anyhow::Result<Option<String>> {
             remote.target,
             out.stderr_str()
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The build-id of the host's /bin/sh read from its notes section by hand equals readelf's.
-    #[test]
-    fn build_id_notes_blob_both_orders() {
-        let mut le = Vec::new();
-        // A non-GNU note first, then the build-id.
-        for (name, kind, desc) in [
-            (&b"Xen\0"[..], 1u32, &[1u8, 2, 3][..]),
-            (b"GNU\0", 3, &[0xab, 0xcd, 0xef, 0x01]),
-        ] {
-            le.extend_from_slice(&(name.len() as u32).to_le_bytes());
-            le.extend_from_slice(&(desc.len() as u32).to_le_bytes());
-            le.extend_from_slice(&kind.to_le_bytes());
-            le.extend_from_slice(name);
-            le.extend_from_slice(desc);
-            while le.len() % 4 != 0 {
-                le.push(0);
-            }
-        }
-        assert_eq!(gnu_build_id_from_notes(&le).as_deref(), Some("abcdef01"));
-        let be: Vec<u8> = le
-            .chunks(4)
-            .enumerate()
-            .flat_map(|(i, c)| {
-                // Swap the three header words of each note (offsets 0..12 and 20..32).
-                if i < 3 || (5..8).contains(&i) {
-                    c.iter().rev().copied().collect::<Vec<_>>()
-                } else {
-                    c.to_vec()
-                }
-            })
-            .collect();
-        assert_eq!(gnu_build_id_from_notes(&be).as_deref(), Some("abcdef01"));
-        assert_eq!(gnu_build_id_from_notes(&le[..20]), None);
-        assert_eq!(gnu_build_id_from_notes(&[0xff; 64]), None);
     }
 }

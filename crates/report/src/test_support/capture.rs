@@ -69,6 +69,9 @@ impl Recorded {
         let opts = kprof_symbols::Options {
             symbol_paths: vec![self.dir.path().to_owned()],
             index_store: None,
+            // The libraries it runs with are found where perf recorded them.
+            host_files: true,
+            debug_roots: vec!["/usr/lib/debug".into()],
             ..kprof_symbols::Options::default()
         };
         let mut symbolizer =

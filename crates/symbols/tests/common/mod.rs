@@ -123,9 +123,8 @@ pub fn symbolize(capture: &Path, symbols: &[PathBuf]) -> (Profile, Symbolizer) {
     let opts = Options {
         symbol_paths: symbols.to_vec(),
         index_store: None,
-        system_paths: false,
-        host_files: false,
         source_prefix: vec![],
+        ..Options::default()
     };
     let mut s = Symbolizer::new(opts, &mut |_| {}).unwrap();
     let p = s

@@ -11,17 +11,24 @@ const HEADER_SIZE: u64 = 104;
 /// A `perf_file_section` from the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Section {
+    /// Offset in the file.
     pub offset: u64,
+    /// Size in bytes.
     pub size: u64,
 }
 
 /// The parts of the header the reader relies on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// The file was written big-endian (`2ELIFREP`).
     pub big_endian: bool,
+    /// Size of one `perf_event_attr` entry with its ids section.
     pub attr_size: u64,
+    /// The event attributes.
     pub attrs: Section,
+    /// The records.
     pub data: Section,
+    /// Old perf's event types.
     pub event_types: Section,
     /// Number of feature sections.
     pub features: u32,

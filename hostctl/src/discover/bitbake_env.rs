@@ -56,11 +56,13 @@ impl BitbakeEnv {
     }
 
     /// Number of variables read.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.vars.len()
     }
 
     /// True when no variable was read (not `bitbake -e` output).
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
     }

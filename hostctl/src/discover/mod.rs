@@ -1,3 +1,7 @@
+//! Build trees: telling a Yocto build directory or a Buildroot output directory apart (for
+//! `kprofctl build`), and where such a tree keeps the files that carry symbols (for
+//! `--yocto` and `--buildroot`).
+//!
 //! Where a Yocto build directory or a Buildroot output directory keeps the files that carry
 //! symbols: vmlinux, unstripped modules, split debuginfo, unstripped user binaries.
 //!
@@ -43,6 +47,18 @@ impl std::error::Error for DiscoverError {
             Self::NotABuildTree { .. } => None,
         }
     }
+}
+
+/// A Yocto build directory as oe-init-build-env sets it up (`conf/bblayers.conf` and
+/// `conf/local.conf`).
+pub fn is_yocto_builddir(d: &Path) -> bool {
+    d.join("conf").join("bblayers.conf").is_file() && d.join("conf").join("local.conf").is_file()
+}
+
+/// A directory where `make` builds a Buildroot configuration: a `Makefile` and a Buildroot
+/// `.config` (the top of an in-tree build, or an `O=` output directory).
+pub fn is_buildroot_dir(d: &Path) -> bool {
+    d.join("Makefile").is_file() && buildroot::has_br2_config(d)
 }
 
 /// Files and directories of a Yocto build directory (`$BUILDDIR`) that may hold symbols.

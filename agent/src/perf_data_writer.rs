@@ -128,11 +128,6 @@ impl Writer {
         Ok(())
     }
 
-    /// Bytes of records written so far.
-    pub fn data_size(&self) -> u64 {
-        self.data_size
-    }
-
     /// Writes the feature sections and the header, flushes and syncs. Returns the file size.
     pub fn finish(mut self, f: &Features) -> io::Result<u64> {
         let mut bodies: Vec<(u32, Vec<u8>)> = Vec::new();

@@ -1,4 +1,5 @@
-//! perf record types: building the synthesized ones and reading the fields the agent counts.
+//! perf record types (`PERF_RECORD_*`): building the ones the agent synthesizes and reading
+//! the fields it counts in the ones the kernel writes.
 
 use crate::procfs::MapLine;
 
@@ -49,7 +50,7 @@ pub fn comm(pid: i32, tid: i32, name: &str) -> Vec<u8> {
 /// `PERF_RECORD_MMAP2` for one executable map of an existing process.
 pub fn mmap2(pid: i32, m: &MapLine) -> Vec<u8> {
     let mut b = Vec::with_capacity(128);
-    header(&mut b, MMAP2, crate::perfdata::MISC_USER);
+    header(&mut b, MMAP2, crate::perf_data_writer::MISC_USER);
     b.extend_from_slice(&pid.to_ne_bytes());
     b.extend_from_slice(&pid.to_ne_bytes());
     b.extend_from_slice(&m.start.to_ne_bytes());
@@ -77,8 +78,8 @@ pub fn mmap2(pid: i32, m: &MapLine) -> Vec<u8> {
 /// so perf can compute the KASLR relocation) and each module (`[name]`, pgoff 0).
 pub fn kernel_mmap(start: u64, len: u64, pgoff: u64, name: &str) -> Vec<u8> {
     let mut b = Vec::with_capacity(96);
-    header(&mut b, MMAP, crate::perfdata::MISC_KERNEL);
-    b.extend_from_slice(&crate::perfdata::HOST_PID.to_ne_bytes());
+    header(&mut b, MMAP, crate::perf_data_writer::MISC_KERNEL);
+    b.extend_from_slice(&crate::perf_data_writer::HOST_PID.to_ne_bytes());
     b.extend_from_slice(&0i32.to_ne_bytes());
     b.extend_from_slice(&start.to_ne_bytes());
     b.extend_from_slice(&len.to_ne_bytes());

@@ -1,4 +1,4 @@
-//! GNU build-ids: from ELF note streams (`/sys/kernel/notes`, `/sys/module/*/notes/*`) and from
+//! Build-ids of files on the board: note files (`/sys/kernel/notes`, `/sys/module/*/notes/*`) and
 //! ELF files' `PT_NOTE` segments (or `SHT_NOTE` sections when a file has no usable segment).
 //!
 //! Everything read from a file is bounds-checked: a malformed or hostile ELF yields `None`,
@@ -8,55 +8,17 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-const NT_GNU_BUILD_ID: u32 = 3;
+use kprof_capture::build_id;
+
 const PT_NOTE: u32 = 4;
 const SHT_NOTE: u32 = 7;
 /// Notes bigger than this are not build-id notes worth reading.
 const MAX_NOTE_BYTES: u64 = 1 << 20;
 const MAX_HEADERS: usize = 4096;
 
-/// Lowercase hex of a byte string.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
-
-/// Finds the GNU build-id in a stream of ELF notes with the given alignment (4 or 8).
-pub fn build_id_in_notes(data: &[u8], big_endian: bool, align: usize) -> Option<Vec<u8>> {
-    let align = if align == 8 { 8 } else { 4 };
-    let rd = |o: usize| -> Option<u32> {
-        let b: [u8; 4] = data.get(o..o + 4)?.try_into().ok()?;
-        Some(if big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
-    };
-    let up = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
-    let mut off = 0usize;
-    while off + 12 <= data.len() {
-        let namesz = rd(off)? as usize;
-        let descsz = rd(off + 4)? as usize;
-        let ntype = rd(off + 8)?;
-        let name_at = off + 12;
-        let desc_at = name_at.checked_add(up(namesz)?)?;
-        let next = desc_at.checked_add(up(descsz)?)?;
-        let name = data.get(name_at..name_at.checked_add(namesz)?)?;
-        let desc = data.get(desc_at..desc_at.checked_add(descsz)?)?;
-        if ntype == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() && desc.len() <= 64 {
-            return Some(desc.to_vec());
-        }
-        if next <= off {
-            return None;
-        }
-        off = next;
-    }
-    None
+/// The build-id in a note stream, owned.
+fn build_id_in_notes(data: &[u8], big_endian: bool, align: usize) -> Option<Vec<u8>> {
+    build_id::in_notes(data, big_endian, align).map(<[u8]>::to_vec)
 }
 
 /// Reads a native-endian note file such as `/sys/kernel/notes`.
@@ -206,38 +168,6 @@ pub fn elf_build_id_from<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use std::io::Cursor;
-
-    /// The first 0x98 bytes of a real x86_64 `/sys/kernel/notes` (GNU, Linux, Xen notes).
-    const KERNEL_NOTES: &[u8] = &[
-        0x04, 0, 0, 0, 0x14, 0, 0, 0, 0x03, 0, 0, 0, b'G', b'N', b'U', 0, 0x48, 0xdc, 0x54, 0x0c,
-        0x8b, 0x76, 0x39, 0x38, 0x04, 0xca, 0x80, 0x88, 0xdb, 0xfa, 0x7d, 0x42, 0x91, 0x1a, 0x94,
-        0x44, 0x06, 0, 0, 0, 0x04, 0, 0, 0, 0x01, 0x01, 0, 0, b'L', b'i', b'n', b'u', b'x', 0, 0,
-        0, 0, 0, 0, 0, 0x06, 0, 0, 0, 0x1e, 0, 0, 0, 0, 0x01, 0, 0, b'L', b'i', b'n', b'u', b'x',
-        0, 0, 0, b'6', b'.', b'1', b'.', b'1', b'0', b'2', b'-', b'1', b'.', b'1', b'8', b'2',
-        b'.', b'a', b'm', b'z', b'n', b'2', b'0', b'2', b'3', b'.', b'x', b'8', b'6', b'_', b'6',
-        b'4', 0, 0, 0, 0x04, 0, 0, 0, 0x0c, 0, 0, 0, 0x13, 0, 0, 0, b'X', b'e', b'n', 0, 0, 0, 0,
-        0x01, 0, 0, 0, 0x01, 0xff, 0xff, 0xff, 0x3f,
-    ];
-
-    /// The GNU note is found in a real kernel note stream.
-    #[test]
-    fn parse_kernel_notes_real_stream() {
-        let bid = build_id_in_notes(KERNEL_NOTES, false, 4).unwrap();
-        assert_eq!(hex(&bid), "48dc540c8b76393804ca8088dbfa7d42911a9444");
-    }
-
-    /// Any truncation of a note stream is handled without panicking.
-    #[test]
-    fn parse_notes_truncated_no_panic() {
-        for n in 0..KERNEL_NOTES.len() {
-            let r = build_id_in_notes(&KERNEL_NOTES[..n], false, 4);
-            assert!(r.is_none() || n >= 36);
-        }
-        // A build-id note whose desc size points past the end.
-        let mut bad = KERNEL_NOTES[..36].to_vec();
-        bad[4] = 0xff;
-        assert_eq!(build_id_in_notes(&bad, false, 4), None);
-    }
 
     /// Builds a minimal ELF with one PT_NOTE segment holding a build-id note.
     fn tiny_elf(is64: bool, be: bool, bid: &[u8]) -> Vec<u8> {

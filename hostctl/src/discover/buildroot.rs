@@ -95,7 +95,7 @@ fn output_dir(dir: &Path) -> Result<PathBuf, DiscoverError> {
 }
 
 /// True when `dir/.config` is a Buildroot configuration.
-pub(crate) fn has_br2_config(dir: &Path) -> bool {
+pub(super) fn has_br2_config(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join(".config"))
         .is_ok_and(|t| t.lines().any(|l| l.starts_with("BR2_")))
 }

@@ -1,0 +1,153 @@
+//! `kprof-agent record`: open the events, synthesize the running system's state, stream the
+//! per-CPU ring buffers into perf.data until told to stop, then seal the capture archive.
+//!
+//! One module per step: [`signals`], [`workload`], [`open_events`], [`capture_dir`],
+//! [`kernel_state`], [`sink`], [`synthesize`], [`stream`], [`seal`]; [`run`] puts them in order.
+
+mod capture_dir;
+mod kernel_state;
+mod open_events;
+mod seal;
+mod signals;
+mod sink;
+mod stream;
+mod synthesize;
+mod workload;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cli::RecordOpts;
+use crate::{procfs, sys, timefmt, Error};
+use capture_dir::WorkDir;
+use signals::Signals;
+use sink::Sink;
+use stream::{Rings, Stop, StopWhen};
+use workload::Workload;
+
+/// Runs a capture and returns the absolute path of the archive.
+pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
+    raise_fd_limit();
+    // The workload gets the original mask back before exec.
+    let signals = Signals::block()?;
+    let max_rate = sys::kernel_sysctl("perf_event_max_sample_rate").unwrap_or(i64::MAX) as u64;
+    let global_freq = open_events::global_freq(o, max_rate)?;
+    let online = procfs::online_cpus()
+        .map_err(|e| Error::io("cannot read /sys/devices/system/cpu/online", e))?;
+    let cpus = open_events::select_cpus(o.cpus.as_deref(), &online)?;
+    let tids = open_events::targets(o)?;
+    let program = o.command.first().map(|c| workload::resolve_command(c));
+    let program = program.transpose()?;
+
+    // Printed once setup has succeeded, so a failing capture says one thing only.
+    let mut notices: Vec<String> = Vec::new();
+    let mut opened = open_events::open_all(o, global_freq, &tids, &cpus, &mut notices)?;
+    let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
+    let start_ns = timefmt::now_ns();
+    let id = timefmt::capture_id(start_ns);
+    let mut work = WorkDir::create(&o.out_dir, &id)?;
+    let mut workload = match &program {
+        Some(p) => Some(Workload::spawn(&o.command, p, signals.old_mask())?),
+        None => None,
+    };
+    let kernel = kernel_state::snapshot(&work, &mut notices)?;
+    let perf_path = work.member(kprof_capture::PERF_DATA);
+    let mut sink = Sink::create(&perf_path, &opened)?;
+
+    rings.enable()?;
+    let start_ns = timefmt::now_ns().max(start_ns);
+    synthesize::initial_state(&mut sink, &kernel, o.pid)
+        .map_err(|e| Error::io("cannot write perf.data", e))?;
+    if let Some(w) = workload.as_mut() {
+        w.release()
+            .map_err(|e| Error::Other(format!("cannot run `{}`: {e}", o.command[0])))?;
+    }
+    // From here on, a failure keeps what was captured.
+    work.keep = true;
+    announce(o, &notices, &opened, &cpus);
+
+    let stop_when = StopWhen {
+        signals: &signals,
+        workload: workload.as_mut(),
+        target: o.pid,
+        deadline: o.duration.map(|d| Instant::now() + d),
+    };
+    let stop =
+        stream::until_stop(&mut rings, &mut sink, stop_when).map_err(write_failed(&perf_path))?;
+    rings.disable();
+    let stop_ns = timefmt::now_ns();
+    rings.drain(&mut sink).map_err(write_failed(&perf_path))?;
+    if let Stop::Signal(sig @ 1..) = stop {
+        warn(format_args!("stopping on signal {sig}"));
+    }
+    if let Some(w) = workload.as_mut() {
+        w.terminate();
+    }
+    drop(rings);
+
+    let end = seal::Ending {
+        o,
+        agent_argv,
+        id: &id,
+        opened: &opened,
+        cpus: &cpus,
+        online_cpus: online.len(),
+        kernel,
+        command: workload.as_ref().map(|w| w.manifest(&o.command)),
+        start_ns,
+        stop_ns,
+        stop,
+    };
+    seal::seal(sink, end, &mut work)
+}
+
+/// The notices gathered during setup, then what is being recorded and until when.
+fn announce(o: &RecordOpts, notices: &[String], opened: &[open_events::Opened], cpus: &[u32]) {
+    for n in notices {
+        warn(n);
+    }
+    let names: Vec<&str> = opened.iter().map(|e| e.spec.name.as_str()).collect();
+    warn(format_args!(
+        "recording {} on CPUs {}{}",
+        names.join(","),
+        cpus.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        match (o.duration, o.pid, o.command.is_empty()) {
+            (Some(_), _, _) | (_, _, false) => String::new(),
+            (None, Some(pid), _) => format!(" until process {pid} exits or SIGINT/SIGTERM"),
+            (None, None, true) => " until SIGINT/SIGTERM".to_string(),
+        }
+    ));
+}
+
+/// The error for a failed write once sampling has started.
+fn write_failed(perf_path: &Path) -> impl Fn(io::Error) -> Error + '_ {
+    move |e| {
+        Error::io(
+            format!(
+                "writing {} failed (partial capture kept)",
+                perf_path.display()
+            ),
+            e,
+        )
+    }
+}
+
+/// A system-wide capture opens one fd per event and CPU: take the hard limit.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid struct; failure is harmless.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+fn warn(msg: impl std::fmt::Display) {
+    eprintln!("kprof-agent: {msg}");
+}

@@ -1,0 +1,311 @@
+//! Opening the events: the sampling rate each one gets, the threads and CPUs it is opened on,
+//! its `perf_event_attr`, and the fallback from a missing hardware default to `cpu-clock`.
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use crate::cli::{RecordOpts, DEFAULT_FREQ};
+use crate::events::{self, EventSpec};
+use crate::sys::{self, flag, PerfEventAttr};
+use crate::Error;
+
+/// An event after opening: what was asked, what the kernel accepted, its fds.
+pub(super) struct Opened {
+    pub(super) spec: EventSpec,
+    /// What the user asked for; `None` for the default event.
+    pub(super) requested: Option<String>,
+    pub(super) attr: PerfEventAttr,
+    /// The event that could not be opened and the kernel's reason, when this one replaced it.
+    pub(super) fallback: Option<(String, String)>,
+    /// One per (thread, CPU); taken by the rings once mapped.
+    pub(super) fds: Vec<(u32, OwnedFd)>,
+    /// The perf.data sample id of each fd, in `fds` order.
+    pub(super) ids: Vec<u64>,
+}
+
+/// The frequency of events that name neither a frequency nor a period: `-F`, none with `-c`,
+/// else the default capped to `kernel.perf_event_max_sample_rate`. Checks every frequency.
+pub(super) fn global_freq(o: &RecordOpts, max_rate: u64) -> Result<Option<u64>, Error> {
+    let check_freq = |f: u64, what: &str| -> Result<(), Error> {
+        if f == 0 {
+            return Err(Error::Usage(format!(
+                "{what}: frequency must be greater than 0"
+            )));
+        }
+        if f > max_rate {
+            return Err(Error::Other(format!(
+                "{what}: frequency {f} Hz is above kernel.perf_event_max_sample_rate ({max_rate} Hz)"
+            )));
+        }
+        Ok(())
+    };
+    let global = match (o.freq, o.period) {
+        (Some(f), _) => {
+            check_freq(f, "-F")?;
+            Some(f)
+        }
+        (None, Some(_)) => None,
+        (None, None) => Some(DEFAULT_FREQ.min(max_rate)),
+    };
+    for e in &o.events {
+        if let Some(f) = e.freq {
+            check_freq(f, &e.requested)?;
+        }
+    }
+    Ok(global)
+}
+
+/// The CPUs to sample: `-C`'s list if all of it is online, else every online CPU.
+pub(super) fn select_cpus(requested: Option<&[u32]>, online: &[u32]) -> Result<Vec<u32>, Error> {
+    match requested {
+        None => Ok(online.to_vec()),
+        Some(list) => {
+            if let Some(c) = list.iter().find(|c| !online.contains(c)) {
+                return Err(Error::Usage(format!(
+                    "CPU {c} is not online (online: {online:?})"
+                )));
+            }
+            Ok(list.to_vec())
+        }
+    }
+}
+
+/// Threads of the target, or `-1` (all tasks) for system-wide sampling.
+pub(super) fn targets(o: &RecordOpts) -> Result<Vec<i32>, Error> {
+    let Some(pid) = o.pid else {
+        return Ok(vec![-1]);
+    };
+    let dir = fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|e| Error::io(format!("no process with pid {pid}"), e))?;
+    let mut tids: Vec<i32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
+/// Opens every requested event (or the default) on every (thread, CPU) and reads its ids.
+/// What the user should hear once the capture is under way is pushed to `notices`.
+pub(super) fn open_all(
+    o: &RecordOpts,
+    global_freq: Option<u64>,
+    tids: &[i32],
+    cpus: &[u32],
+    notices: &mut Vec<String>,
+) -> Result<Vec<Opened>, Error> {
+    let watermark = ((o.mmap_pages * sys::page_size()) / 4).max(8) as u32;
+    let specs: Vec<(EventSpec, Option<String>)> = if o.events.is_empty() {
+        vec![(events::parse("cycles")?, None)]
+    } else {
+        o.events
+            .iter()
+            .map(|e| (e.clone(), Some(e.requested.clone())))
+            .collect()
+    };
+    let mut opened: Vec<Opened> = Vec::new();
+    for (i, (spec, requested)) in specs.into_iter().enumerate() {
+        let freq = spec.freq.or(if spec.period.is_some() {
+            None
+        } else {
+            global_freq
+        });
+        let period = spec
+            .period
+            .or(if spec.freq.is_some() { None } else { o.period });
+        let attr = build_attr(&spec, i == 0, o, freq, period, watermark);
+        match open_event(&attr, tids, cpus, &spec.requested) {
+            Ok(fds) => {
+                if requested.is_none() {
+                    notices.push(format!("sampling `{}` (default event)", spec.name));
+                }
+                opened.push(Opened {
+                    spec,
+                    requested,
+                    attr,
+                    fallback: None,
+                    fds,
+                    ids: Vec::new(),
+                });
+            }
+            Err(Error::Event { source, .. })
+                if requested.is_none() && is_missing_event(&source) =>
+            {
+                let fb = events::parse("cpu-clock")?;
+                let attr = build_attr(&fb, i == 0, o, freq, period, watermark);
+                let fds = open_event(&attr, tids, cpus, "cpu-clock")?;
+                notices.push(format!(
+                    "no `{}` on this machine ({source}); sampling `cpu-clock` instead",
+                    spec.name
+                ));
+                opened.push(Opened {
+                    spec: fb,
+                    requested: None,
+                    attr,
+                    fallback: Some((spec.name.clone(), source.to_string())),
+                    fds,
+                    ids: Vec::new(),
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for ev in &mut opened {
+        for (_, fd) in &ev.fds {
+            ev.ids.push(
+                sys::event_id(fd.as_raw_fd()).map_err(|e| Error::io("PERF_EVENT_IOC_ID", e))?,
+            );
+        }
+    }
+    Ok(opened)
+}
+
+fn build_attr(
+    spec: &EventSpec,
+    tracking: bool,
+    o: &RecordOpts,
+    freq: Option<u64>,
+    period: Option<u64>,
+    watermark: u32,
+) -> PerfEventAttr {
+    let mut a = PerfEventAttr {
+        type_: spec.attr_type,
+        size: sys::ATTR_SIZE,
+        config: spec.config,
+        sample_type: sys::SAMPLE_IDENTIFIER
+            | sys::SAMPLE_IP
+            | sys::SAMPLE_TID
+            | sys::SAMPLE_TIME
+            | sys::SAMPLE_CPU
+            | sys::SAMPLE_PERIOD
+            | if o.callchain {
+                sys::SAMPLE_CALLCHAIN
+            } else {
+                0
+            },
+        read_format: sys::FORMAT_ID,
+        flags: flag::DISABLED | flag::SAMPLE_ID_ALL | flag::WATERMARK,
+        wakeup: watermark,
+        ..Default::default()
+    };
+    if let Some(p) = period {
+        a.sample_period_or_freq = p;
+    } else {
+        a.sample_period_or_freq = freq.unwrap_or(DEFAULT_FREQ);
+        a.flags |= flag::FREQ;
+    }
+    if o.pid.is_some() {
+        a.flags |= flag::INHERIT;
+    }
+    if spec.exclude_user {
+        a.flags |= flag::EXCLUDE_USER;
+    }
+    if spec.exclude_kernel {
+        a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
+    }
+    if tracking {
+        // Only the first event reports process lifecycle, or every record would be doubled.
+        a.flags |= flag::MMAP | flag::COMM | flag::TASK | flag::MMAP2 | flag::COMM_EXEC;
+    }
+    a
+}
+
+fn is_missing_event(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ENXIO) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+    )
+}
+
+/// Opens one event on every (thread, CPU).
+fn open_event(
+    attr: &PerfEventAttr,
+    tids: &[i32],
+    cpus: &[u32],
+    name: &str,
+) -> Result<Vec<(u32, OwnedFd)>, Error> {
+    let mut fds = Vec::new();
+    for &tid in tids {
+        for &cpu in cpus {
+            match sys::perf_event_open(attr, tid, cpu as i32) {
+                Ok(fd) => fds.push((cpu, fd)),
+                // A thread of `-p` may exit while we open: not an error.
+                Err(e) if tid > 0 && e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(source) => {
+                    return Err(Error::Event {
+                        event: name.to_string(),
+                        source,
+                    })
+                }
+            }
+        }
+    }
+    if fds.is_empty() {
+        return Err(Error::Event {
+            event: name.to_string(),
+            source: io::Error::from_raw_os_error(libc::ESRCH),
+        });
+    }
+    Ok(fds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(args: &[&str]) -> RecordOpts {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match crate::cli::parse(&argv).unwrap() {
+            crate::cli::Command::Record(o) => o,
+            c => panic!("not record: {c:?}"),
+        }
+    }
+
+    /// Without -F or -c the default frequency applies, capped to the kernel's maximum.
+    #[test]
+    fn global_freq_default_capped_to_kernel_max() {
+        assert_eq!(global_freq(&opts(&["record"]), 1000).unwrap(), Some(1000));
+        assert_eq!(
+            global_freq(&opts(&["record"]), u64::MAX).unwrap(),
+            Some(DEFAULT_FREQ)
+        );
+        assert_eq!(
+            global_freq(&opts(&["record", "-c", "10000"]), 1000).unwrap(),
+            None
+        );
+    }
+
+    /// -F above the kernel's maximum is refused, naming the option.
+    #[test]
+    fn global_freq_above_kernel_max_refused() {
+        let e = global_freq(&opts(&["record", "-F", "5000"]), 1000).unwrap_err();
+        assert!(e.to_string().starts_with("-F: frequency 5000 Hz"), "{e}");
+    }
+
+    /// -C must name online CPUs; without it every online CPU is sampled.
+    #[test]
+    fn select_cpus_offline_refused() {
+        assert_eq!(select_cpus(None, &[0, 1]).unwrap(), vec![0, 1]);
+        assert_eq!(select_cpus(Some(&[1]), &[0, 1]).unwrap(), vec![1]);
+        assert!(matches!(
+            select_cpus(Some(&[2]), &[0, 1]),
+            Err(Error::Usage(_))
+        ));
+    }
+
+    /// Only the first event tracks processes; a period turns frequency mode off.
+    #[test]
+    fn build_attr_tracking_and_period() {
+        let o = opts(&["record", "-g"]);
+        let spec = events::parse("cpu-clock").unwrap();
+        let first = build_attr(&spec, true, &o, Some(99), None, 64);
+        assert_ne!(first.flags & flag::MMAP2, 0);
+        assert_ne!(first.flags & flag::FREQ, 0);
+        assert_eq!(first.sample_period_or_freq, 99);
+        assert_ne!(first.sample_type & sys::SAMPLE_CALLCHAIN, 0);
+        let second = build_attr(&spec, false, &o, None, Some(10_000), 64);
+        assert_eq!(second.flags & (flag::MMAP2 | flag::COMM | flag::FREQ), 0);
+        assert_eq!(second.sample_period_or_freq, 10_000);
+    }
+}

@@ -1,0 +1,105 @@
+//! Where every record goes: the perf.data writer, plus the per-event counters and the set of
+//! mapped files whose build-ids the capture will need.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+use super::open_events::Opened;
+use crate::perf_data_writer::{FileAttr, Writer};
+use crate::perf_records::{self, Count};
+use crate::Error;
+
+/// Per-event counters kept while streaming.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Counters {
+    pub(super) samples: u64,
+    pub(super) lost: u64,
+    pub(super) throttled: u64,
+}
+
+/// Receives every record: counts it, notes mapped files, writes it.
+pub(super) struct Sink {
+    w: Writer,
+    /// Sample id → index of its event in `counts`.
+    id_event: HashMap<u64, usize>,
+    counts: Vec<Counters>,
+    /// Absolute paths of mapped files, raw bytes as the kernel wrote them.
+    files: BTreeSet<Vec<u8>>,
+}
+
+impl Sink {
+    /// Creates `path` as a perf.data describing the opened events.
+    pub(super) fn create(path: &Path, opened: &[Opened]) -> Result<Sink, Error> {
+        let file = File::create(path)
+            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+        let file_attrs: Vec<FileAttr> = opened
+            .iter()
+            .map(|e| FileAttr {
+                attr: e.attr,
+                name: e.spec.name.clone(),
+                ids: e.ids.clone(),
+            })
+            .collect();
+        let w =
+            Writer::create(file, file_attrs).map_err(|e| Error::io("cannot write perf.data", e))?;
+        let mut id_event = HashMap::new();
+        for (i, e) in opened.iter().enumerate() {
+            for id in &e.ids {
+                id_event.insert(*id, i);
+            }
+        }
+        Ok(Sink {
+            w,
+            id_event,
+            counts: vec![Counters::default(); opened.len()],
+            files: BTreeSet::new(),
+        })
+    }
+
+    fn event_of(&self, id: u64) -> usize {
+        self.id_event.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Takes one record from a ring buffer.
+    pub(super) fn handle(&mut self, rec: &[u8]) -> io::Result<()> {
+        match perf_records::classify(rec) {
+            Count::Sample { id } => {
+                let e = self.event_of(id);
+                self.counts[e].samples += 1;
+            }
+            Count::Lost { id, lost } => {
+                let e = self.event_of(id);
+                self.counts[e].lost += lost;
+            }
+            Count::Throttle { id } => {
+                let e = self.event_of(id);
+                self.counts[e].throttled += 1;
+            }
+            Count::Other => {
+                if let Some((_, name)) = perf_records::mmap2_filename(rec) {
+                    self.note_file(name);
+                }
+            }
+        }
+        self.w.write_record(rec)
+    }
+
+    /// Writes a record the agent made itself; it is counted nowhere.
+    pub(super) fn write_synthesized(&mut self, rec: &[u8]) -> io::Result<()> {
+        self.w.write_record(rec)
+    }
+
+    /// Remembers a mapped file, if its name is an absolute path.
+    pub(super) fn note_file(&mut self, name: &[u8]) {
+        if name.first() == Some(&b'/') && !self.files.contains(name) {
+            self.files.insert(name.to_vec());
+        }
+    }
+
+    /// Ends the data section; the caller writes the features with the returned writer.
+    pub(super) fn into_parts(self) -> (Writer, Vec<Counters>, BTreeSet<Vec<u8>>) {
+        (self.w, self.counts, self.files)
+    }
+}
