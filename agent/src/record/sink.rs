@@ -1,7 +1,7 @@
 //! Where every record goes: the perf.data writer, plus the per-event counters and the set of
 //! mapped files whose build-ids the capture will need.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -22,8 +22,9 @@ pub(super) struct Counters {
 /// Receives every record: counts it, notes mapped files, writes it.
 pub(super) struct Sink {
     w: Writer,
-    /// Sample id → index of its event in `counts`.
-    id_event: HashMap<u64, usize>,
+    /// (sample id, index of its event in `counts`), sorted by id: one entry per event and
+    /// CPU, few enough that a binary search beats hashing every sample's id.
+    id_event: Vec<(u64, usize)>,
     counts: Vec<Counters>,
     /// Absolute paths of mapped files, raw bytes as the kernel wrote them.
     files: BTreeSet<Vec<u8>>,
@@ -44,12 +45,12 @@ impl Sink {
             .collect();
         let w =
             Writer::create(file, file_attrs).map_err(|e| Error::io("cannot write perf.data", e))?;
-        let mut id_event = HashMap::new();
-        for (i, e) in opened.iter().enumerate() {
-            for id in &e.ids {
-                id_event.insert(*id, i);
-            }
-        }
+        let mut id_event: Vec<(u64, usize)> = opened
+            .iter()
+            .enumerate()
+            .flat_map(|(i, e)| e.ids.iter().map(move |&id| (id, i)))
+            .collect();
+        id_event.sort_unstable();
         Ok(Sink {
             w,
             id_event,
@@ -59,7 +60,10 @@ impl Sink {
     }
 
     fn event_of(&self, id: u64) -> usize {
-        self.id_event.get(&id).copied().unwrap_or(0)
+        match self.id_event.binary_search_by_key(&id, |&(id, _)| id) {
+            Ok(k) => self.id_event[k].1,
+            Err(_) => 0,
+        }
     }
 
     /// Takes one record from a ring buffer.
