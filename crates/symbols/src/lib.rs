@@ -2,7 +2,7 @@
 //!
 //! Reads a capture (kprof archive or bare perf.data), finds the symbol file of every image by
 //! GNU build-id and nothing else, and aggregates samples into a [`profile::Profile`] of resolved
-//! stacks that the renderers in `kprofctl` turn into text, JSON, flamegraphs, pprof or HTML.
+//! stacks that the renderers of `kprof-report` turn into text, JSON, flamegraphs, pprof or HTML.
 //!
 //! ```no_run
 //! let profile = kprof_symbols::symbolize("capture.kprof.tar.gz".as_ref(), &["vmlinux".into()])?;
