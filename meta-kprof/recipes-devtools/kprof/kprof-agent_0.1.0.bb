@@ -12,7 +12,10 @@ LIC_FILES_CHKSUM = "file://LICENSE-APACHE;md5=22a53954e4e0ec258dfce4391e905dac \
                     file://LICENSE-MIT;md5=faa355e0cab4191e1e09a7811d03b111"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
-SRCREV = "48e934b9435d9dcc97d7ddee75b49bd2b2cfc94d"
+# A user's bitbake fetches this commit, not the layer's checkout: its licence files and
+# Cargo.lock must match LIC_FILES_CHKSUM and kprof-agent-crates.inc (ci/checks/check-srcrev).
+# To bump: set it here and in mychardrv, then run ci/checks/gen-crates-inc on its Cargo.lock.
+SRCREV = "c8095a3a4559a9b645d3273bcae4426417c6805a"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof"

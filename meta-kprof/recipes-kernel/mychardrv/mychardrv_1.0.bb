@@ -8,7 +8,8 @@ LICENSE = "GPL-2.0-only"
 LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f74c12a4bdbcfcfe61"
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
-SRCREV = "48e934b9435d9dcc97d7ddee75b49bd2b2cfc94d"
+# Bumped together with kprof-agent's SRCREV (ci/checks/check-srcrev checks both).
+SRCREV = "c8095a3a4559a9b645d3273bcae4426417c6805a"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv"

@@ -1,0 +1,1 @@
+require linux-yocto-kprof.inc
