@@ -60,6 +60,8 @@ pub fn gather() -> BoardInfo {
         agent_version: crate::AGENT_VERSION.into(),
         kernel: procfs::kernel(&kallsyms, &uname.release),
         uname,
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        uid: Some(unsafe { libc::geteuid() }),
         modules: procfs::modules_with_details(&modules_text, Path::new("/sys/module")),
         sysctl,
         cpus: procfs::online_cpus().unwrap_or_default(),

@@ -19,6 +19,10 @@ pub struct BoardInfo {
     pub agent_version: String,
     /// `uname(2)` of the board.
     pub uname: Uname,
+    /// Effective uid the agent ran as: with `perf_event_paranoid` > 1 only root samples the
+    /// kernel. `None` from agents that did not report it.
+    #[serde(default)]
+    pub uid: Option<u32>,
     /// The running kernel.
     pub kernel: Kernel,
     /// Every loaded module.

@@ -8,6 +8,7 @@ use crate::remote::detached::{self, Ended};
 use crate::remote::kernel_match;
 use crate::remote::{board, Remote, SshArgs, Target};
 use crate::state::State;
+use kprof_capture::info::BoardInfo;
 
 /// Arguments of `kprofctl run`.
 #[derive(Debug, clap::Args)]
@@ -179,42 +180,45 @@ fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyho
     let t = &remote.target;
     let agent =
         board::find_agent(remote, remembered)?.ok_or_else(|| board::no_agent_error(remote))?;
-    let version = board::agent_version(remote, &agent)?;
-    eprintln!("kprofctl: {t}: {version} ({agent})");
+    let info = board::info(remote, &agent)?;
+    let version = &info.agent_version;
+    eprintln!("kprofctl: {t}: kprof-agent {version} ({agent})");
     let ours = env!("CARGO_PKG_VERSION");
-    if !version.contains(ours) {
+    if version != ours {
         eprintln!(
-            "kprofctl: warning: kprofctl is {ours} but the board's agent says `{version}`: \
+            "kprofctl: warning: kprofctl is {ours} but the board's agent is {version}: \
              `kprofctl deploy {}` installs the matching one",
             t.spec
         );
     }
-    let facts = board::facts(remote)?;
-    match facts.perf_event_paranoid {
-        Some(p) if p > 1 && facts.uid != Some(0) => eprintln!(
+    let uid = info.uid.map_or("?".into(), |u| u.to_string());
+    match info
+        .sysctl
+        .get("perf_event_paranoid")
+        .and_then(|p| p.trim().parse::<i32>().ok())
+    {
+        Some(p) if p > 1 && info.uid != Some(0) => eprintln!(
             "kprofctl: warning: {t}: perf_event_paranoid is {p} and the login is not root: \
              kernel samples will be refused (log in as root or set \
              /proc/sys/kernel/perf_event_paranoid to -1)"
         ),
-        Some(p) => eprintln!(
-            "kprofctl: {t}: perf_event_paranoid {p}, uid {}",
-            facts.uid.map_or("?".into(), |u| u.to_string())
-        ),
+        Some(p) => eprintln!("kprofctl: {t}: perf_event_paranoid {p}, uid {uid}"),
         None => eprintln!(
             "kprofctl: warning: {t}: /proc/sys/kernel/perf_event_paranoid is missing: the kernel \
              may lack CONFIG_PERF_EVENTS"
         ),
     }
-    if facts.has_hw_pmu() {
-        eprintln!("kprofctl: {t}: PMUs: {}", facts.pmus.join(" "));
+    let pmus: Vec<&str> = info.pmus.keys().map(String::as_str).collect();
+    if board::has_hw_pmu(&info) {
+        eprintln!("kprofctl: {t}: PMUs: {}", pmus.join(" "));
     } else {
         eprintln!(
             "kprofctl: {t}: no hardware PMU (event sources: {}): only software events such as \
              cpu-clock can be sampled",
-            if facts.pmus.is_empty() {
+            if pmus.is_empty() {
                 "none".to_owned()
             } else {
-                facts.pmus.join(" ")
+                pmus.join(" ")
             }
         );
         let hw: Vec<&String> = args
@@ -229,14 +233,30 @@ fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyho
             );
         }
     }
-    let matched = kernel_match::check(facts.kernel_build_id().as_deref(), &args.symbols)?;
-    let msg = matched.message(&facts.kernel_release);
+    for (event, verdict) in refused_events(&args.events, &info) {
+        eprintln!("kprofctl: warning: {t}: {event} does not open on the board: {verdict}");
+    }
+    let matched = kernel_match::check(info.kernel.build_id.as_deref(), &args.symbols)?;
+    let msg = matched.message(&info.uname.release);
     if matched.is_mismatch() {
         eprintln!("\nkprofctl: WARNING: {t}: {msg}\n");
     } else {
         eprintln!("kprofctl: {t}: {msg}");
     }
     Ok(agent)
+}
+
+/// The asked events that `kprof-agent info` probed on the board and the kernel refused, with
+/// its reason; events it did not probe (raw, tracepoints) are left to the agent.
+fn refused_events<'a>(asked: &'a [String], info: &'a BoardInfo) -> Vec<(&'a str, &'a str)> {
+    asked
+        .iter()
+        .filter_map(|e| {
+            let name = e.split(['/', ':']).next().unwrap_or(e);
+            let verdict = info.events.get(name)?;
+            (verdict != "ok").then_some((e.as_str(), verdict.as_str()))
+        })
+        .collect()
 }
 
 fn is_hardware_event(e: &str) -> bool {
@@ -364,6 +384,27 @@ mod tests {
     }
 
     /// Hardware event names are told from software ones for the no-PMU warning.
+    #[test]
+    /// Events the board's agent probed and the kernel refused are named with the reason;
+    /// events that opened, and events it did not probe, are not.
+    fn refused_events_info_probe_verdicts() {
+        let info: BoardInfo = serde_json::from_value(serde_json::json!({
+            "schema": kprof_capture::info::INFO_SCHEMA, "version": 1, "agent_version": "0.1.0",
+            "uname": {"sysname": "Linux", "nodename": "board", "release": "6.1", "version": "#1",
+                      "machine": "x86_64"},
+            "kernel": {"release": "6.1"}, "modules": [], "sysctl": {}, "cpus": [0], "pmus": {},
+            "events": {"cycles": "No such file or directory (os error 2)", "cpu-clock": "ok"}
+        }))
+        .unwrap();
+        let asked: Vec<String> = ["cycles:u", "cpu-clock", "r03", "instructions"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            refused_events(&asked, &info),
+            [("cycles:u", "No such file or directory (os error 2)")]
+        );
+    }
+
     #[test]
     fn is_hardware_event_names() {
         assert!(is_hardware_event("cycles"));

@@ -1,5 +1,7 @@
 //! What kprofctl asks a board over ssh, in plain POSIX shell that busybox runs: where the agent
-//! is, its version, the kernel's build-id, the captures on the board.
+//! is, its version, what `kprof-agent info` says of the board, the captures on the board.
+
+use kprof_capture::info::{BoardInfo, INFO_SCHEMA};
 
 use super::session::Remote;
 use super::shell::quote;
@@ -49,58 +51,31 @@ pub fn machine(remote: &Remote) -> anyhow::Result<String> {
     remote.exec_ok("uname -m", "`uname -m`")
 }
 
-/// Facts the run preflight prints and checks.
-#[derive(Debug, Default)]
-pub struct Facts {
-    pub uid: Option<u32>,
-    pub kernel_release: String,
-    pub perf_event_paranoid: Option<i32>,
-    /// Directories under /sys/bus/event_source/devices (`cpu`, `armv8_pmuv3_0`, `software`...).
-    pub pmus: Vec<String>,
-    /// Raw `/sys/kernel/notes`.
-    pub kernel_notes: Vec<u8>,
+/// `kprof-agent info` of the board's agent: the one source of the facts the run preflight
+/// prints and checks (agent version, uid, kernel release and build-id, `perf_event_paranoid`,
+/// PMUs, which generic events open), in one round trip.
+pub fn info(remote: &Remote, agent: &str) -> anyhow::Result<BoardInfo> {
+    let what = format!("`{agent} info`");
+    let json = remote.exec_ok(&format!("{} info", quote(agent)), &what)?;
+    let info: BoardInfo = serde_json::from_str(&json)
+        .ok()
+        .filter(|i: &BoardInfo| i.schema == INFO_SCHEMA)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: {what} printed no board information this kprofctl reads (an agent of \
+                 another version?): `kprofctl deploy {}` installs the matching one",
+                remote.target,
+                remote.target.spec
+            )
+        })?;
+    Ok(info)
 }
 
-impl Facts {
-    /// Whether a hardware PMU is there (x86 `cpu`, Arm `armv*`/`arm_*`, RISC-V `cpu`).
-    pub fn has_hw_pmu(&self) -> bool {
-        self.pmus.iter().any(|p| {
-            p == "cpu" || p.starts_with("cpu_") || p.starts_with("armv") || p.starts_with("arm_")
-        })
-    }
-
-    pub fn kernel_build_id(&self) -> Option<String> {
-        kprof_capture::build_id::in_notes_either_endian(&self.kernel_notes)
-            .map(kprof_capture::build_id::hex)
-    }
-}
-
-/// One round trip for the small facts, one for the binary notes file.
-pub fn facts(remote: &Remote) -> anyhow::Result<Facts> {
-    let out = remote.exec(
-        "echo \"uid=$(id -u 2>/dev/null)\"; echo \"release=$(uname -r)\"; \
-         echo \"paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)\"; \
-         echo \"pmus=$(ls /sys/bus/event_source/devices 2>/dev/null | tr '\\n' ' ')\"",
-    )?;
-    let mut facts = Facts::default();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        let v = v.trim();
-        match k {
-            "uid" => facts.uid = v.parse().ok(),
-            "release" => facts.kernel_release = v.to_owned(),
-            "paranoid" => facts.perf_event_paranoid = v.parse().ok(),
-            "pmus" => facts.pmus = v.split_whitespace().map(str::to_owned).collect(),
-            _ => {}
-        }
-    }
-    let notes = remote.exec("cat /sys/kernel/notes")?;
-    if notes.status == 0 {
-        facts.kernel_notes = notes.stdout;
-    }
-    Ok(facts)
+/// Whether a hardware PMU is there (x86 `cpu`, Arm `armv*`/`arm_*`, RISC-V `cpu`).
+pub fn has_hw_pmu(info: &BoardInfo) -> bool {
+    info.pmus.keys().any(|p| {
+        p == "cpu" || p.starts_with("cpu_") || p.starts_with("armv") || p.starts_with("arm_")
+    })
 }
 
 /// A finished capture archive on the board.
