@@ -5,7 +5,7 @@
 ################################################################################
 
 # A commit of the kprof repository; mychardrv.mk pins the same one.
-KPROF_VERSION = 826ae577e45b525d58d759ac5a1b520c4ca93cfe
+KPROF_VERSION = 22185e1cd6a65fceaa7cb1a667516faa5a9000e4
 KPROF_SITE = https://github.com/kprof/kprof.git
 KPROF_SITE_METHOD = git
 # The agent is a member of the workspace at the top of the repository: the

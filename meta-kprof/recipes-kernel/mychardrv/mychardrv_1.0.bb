@@ -9,7 +9,7 @@ LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 # Bumped together with kprof-agent's SRCREV (ci/checks/check-srcrev checks both).
-SRCREV = "c8095a3a4559a9b645d3273bcae4426417c6805a"
+SRCREV = "22185e1cd6a65fceaa7cb1a667516faa5a9000e4"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv"
