@@ -32,3 +32,19 @@ pub fn bar(len: u64, label: &str, counting: Counting) -> ProgressBar {
     bar.set_message(label.to_owned());
     bar
 }
+
+/// A spinner with the time elapsed, labelled `label`, showing the latest message: long
+/// builds whose size is unknown. Hidden when stderr is not a terminal.
+pub fn spinner(label: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {prefix}: {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.set_prefix(label.to_owned());
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    spinner
+}

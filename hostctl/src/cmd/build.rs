@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 
@@ -275,13 +275,7 @@ fn execute(plan: &Plan, log: &Path) -> anyhow::Result<ExitStatus> {
     .collect();
     drop(tx);
 
-    let spinner = indicatif::ProgressBar::new_spinner();
-    spinner.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {prefix}: {wide_msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    spinner.set_prefix(plan.what.clone());
-    spinner.enable_steady_tick(Duration::from_millis(120));
+    let spinner = crate::progress::spinner(&plan.what);
     let started = Instant::now();
     let mut write_error = None;
     for chunk in rx {
