@@ -44,7 +44,7 @@ impl<R: Read + Seek> Records<BufReader<R>> {
             file: perf_file,
             iter: record_iter,
             total: header.data.size,
-            damaged: None,
+            damaged: header.damage,
         })
     }
 }

@@ -1,0 +1,115 @@
+//! `kprofctl report` on the other perf.data forms Linux `perf record` writes: zstd-compressed
+//! records (`-z`) and pipe mode (`-o -`), compared with `perf report` on the plain file
+//! `perf inject` makes of the same recording.
+
+use crate::report_common::{compile, kprofctl};
+use crate::report_perf::{assert_top10_matches, perf_report};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory with the `hotloop` workload compiled in it.
+fn workdir() -> PathBuf {
+    let dir = tempfile::Builder::new()
+        .prefix("kprof-formats-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    compile(&dir.join("hotloop"), false);
+    dir
+}
+
+/// Runs `perf ARGS` in `dir`, which must succeed.
+fn perf(dir: &Path, args: &[&str]) {
+    let out = Command::new("perf")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("running perf (Debian's linux-perf)");
+    assert!(
+        out.status.success(),
+        "perf {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `perf record` options of the report tests (fixed period, call chains), user space only:
+/// without perf's build-id table (`-z`, pipe mode) the kernel's build-id is not recorded, and
+/// kprofctl rightly does not take the host's kallsyms for an unknown kernel.
+const RECORD: [&str; 6] = ["record", "-e", "cpu-clock:u", "-c", "250000", "-g"];
+
+/// A `-z --buildid-mmap` recording gives the top 10 functions and counts `perf report` gives on the same
+/// samples decompressed into a plain file by `perf inject`.
+#[test]
+fn report_perfdata_compressed_top10_matches_perf_report() {
+    let dir = workdir();
+    let mut args = RECORD.to_vec();
+    // perf 6.1 writes no build-id table for `-z` files; `--buildid-mmap` puts the build-ids
+    // in the MMAP2 records instead, which kprofctl matches like the table's.
+    args.extend(["-z", "--buildid-mmap", "-o", "z.data", "./hotloop", "12"]);
+    perf(&dir, &args);
+    perf(&dir, &["inject", "-i", "z.data", "-o", "plain.data"]);
+    let expected = perf_report(&dir, "plain.data");
+    assert_top10_matches(&expected, &["report", dir.join("z.data").to_str().unwrap()]);
+}
+
+/// Cuts the zstd data of the middle `PERF_RECORD_COMPRESSED` record of the perf.data `b` in
+/// half, as a write that stopped mid-record would, and fills the freed bytes with 8-byte
+/// FINISHED_ROUND records so that the file's layout stays intact.
+fn cut_middle_compressed(b: &mut [u8]) {
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (off, len) = (u64_at(b, 40) as usize, u64_at(b, 48) as usize);
+    let mut compressed = Vec::new();
+    let mut at = off;
+    while at < off + len {
+        let ty = u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let size = u16::from_le_bytes([b[at + 6], b[at + 7]]) as usize;
+        if ty == 81 {
+            compressed.push((at, size));
+        }
+        at += size;
+    }
+    assert!(
+        compressed.len() >= 2,
+        "{} COMPRESSED records",
+        compressed.len()
+    );
+    let (at, size) = compressed[compressed.len() / 2];
+    let cut = size - 8 * ((size - 8) / 16);
+    b[at + 6..at + 8].copy_from_slice(&(cut as u16).to_le_bytes());
+    for filler in (at + cut..at + size).step_by(8) {
+        b[filler..filler + 8].copy_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
+    }
+}
+
+/// A `-z` file whose compressed stream is cut in a record reports the samples before the cut
+/// with a "damaged" warning.
+#[test]
+fn report_perfdata_compressed_cut_keeps_samples_damaged() {
+    let dir = workdir();
+    let mut args = RECORD.to_vec();
+    args.extend(["-z", "--buildid-mmap", "-o", "z.data", "./hotloop", "12"]);
+    perf(&dir, &args);
+    let mut bytes = std::fs::read(dir.join("z.data")).unwrap();
+    let total = samples_of(&dir.join("z.data")).0;
+    cut_middle_compressed(&mut bytes);
+    let cut = dir.join("cut.data");
+    std::fs::write(&cut, &bytes).unwrap();
+    let (kept, stderr) = samples_of(&cut);
+    assert!(kept > 0 && kept < total, "{kept} of {total} samples kept");
+    assert!(stderr.contains("damaged"), "no damage warning: {stderr}");
+}
+
+/// The samples `kprofctl report FILE` counts, with its stderr.
+fn samples_of(file: &Path) -> (u64, String) {
+    let out = kprofctl(&["report", file.to_str().unwrap(), "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["samples"].as_u64().unwrap())
+        .sum();
+    (n, stderr)
+}
