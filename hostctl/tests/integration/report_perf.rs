@@ -63,10 +63,15 @@ fn report_perfdata_top10_matches_perf_report() {
 /// the counts `perf` lists for them, and that the four loops lead.
 pub fn assert_top10_matches(perf: &[((String, String), u64)], report_args: &[&str]) {
     assert!(perf.len() >= 4, "{perf:?}");
-    let by_key: HashMap<(String, String), u64> = perf.iter().cloned().collect();
     let mut args = report_args.to_vec();
     args.extend(["--format", "json"]);
-    let v = json(&args);
+    assert_top10_json(perf, &json(&args));
+}
+
+/// Asserts that the top 10 functions of kprofctl's JSON report `v` have the counts `perf`
+/// lists for them, and that the four loops lead.
+pub fn assert_top10_json(perf: &[((String, String), u64)], v: &serde_json::Value) {
+    let by_key: HashMap<(String, String), u64> = perf.iter().cloned().collect();
     let funcs = v["functions"].as_array().unwrap();
     let ours: Vec<((String, String), u64)> = funcs
         .iter()

@@ -144,7 +144,7 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
             )?;
         }
     }
-    let damage = walk_records(r, data, big_endian)?;
+    let damage = walk_records(r, data, big_endian, false)?;
     Ok(Header {
         big_endian,
         attr_size,
@@ -154,6 +154,34 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
         features,
         damage,
     })
+}
+
+/// `struct perf_pipe_file_header`: the magic and a size of 16, records follow.
+const PIPE_HEADER_SIZE: u64 = 16;
+
+/// Whether the 16 first bytes are the header of a pipe-mode perf.data (`perf record -o -`).
+pub fn is_pipe(first: &[u8]) -> bool {
+    let big_endian = first.starts_with(b"2ELIFREP");
+    (first.starts_with(b"PERFILE2") || big_endian)
+        && u64_at(first, 8, big_endian) == Some(PIPE_HEADER_SIZE)
+}
+
+/// Checks the records of a pipe-mode perf.data of `len` bytes as [`check`] does a file's
+/// data section. Returns the damage that leaves the records before it readable: in a
+/// stream, a last record cut short, which the reader takes for the end of the stream.
+pub fn check_pipe(r: &mut (impl Read + Seek), len: u64) -> Result<Option<String>, String> {
+    let mut first = [0u8; PIPE_HEADER_SIZE as usize];
+    r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    r.read_exact(&mut first)
+        .map_err(|_| format!("{len} bytes is shorter than the pipe-mode header"))?;
+    if !is_pipe(&first) {
+        return Err("not a pipe-mode perf.data".into());
+    }
+    let data = Section {
+        offset: PIPE_HEADER_SIZE,
+        size: len - PIPE_HEADER_SIZE,
+    };
+    walk_records(r, data, first.starts_with(b"2ELIFREP"), true)
 }
 
 /// `HEADER_CMDLINE` and `HEADER_EVENT_DESC` in perf's `util/header.h`.
@@ -239,15 +267,20 @@ const RECORD_AUXTRACE: u32 = 71;
 /// u64 of its length in the second.
 const RECORD_COMPRESSED: u32 = 81;
 const RECORD_COMPRESSED2: u32 = 83;
+/// `PERF_RECORD_HEADER_FEATURE`: a feature section, in pipe mode.
+const RECORD_HEADER_FEATURE: u32 = 80;
 
 /// Walks the record headers of the data section (one sequential read) so that an AUXTRACE
 /// record claiming more trace data than the section holds is an error, not an abort, and
 /// follows the zstd stream of compressed records (see [`ZstdWalk`]). Returns the damage that
-/// leaves the records before it readable.
+/// leaves the records before it readable. In a `pipe`, HEADER_FEATURE records carry the
+/// feature sections, checked like a file's, and a record cut by the end of the stream is
+/// damage (in a file the reader reports it itself).
 fn walk_records(
     r: &mut (impl Read + Seek),
     data: Section,
     big_endian: bool,
+    pipe: bool,
 ) -> Result<Option<String>, String> {
     r.seek(SeekFrom::Start(data.offset))
         .map_err(|e| e.to_string())?;
@@ -263,6 +296,31 @@ fn walk_records(
         if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
             // Shorter than its own header or body: the reader reports these itself.
             return Ok(None);
+        }
+        if pipe && at + size > end {
+            return Ok(Some(format!(
+                "the stream ends inside a record at offset {at} (cut)"
+            )));
+        }
+        if pipe && ty == RECORD_HEADER_FEATURE {
+            let mut body = vec![0; (size - 8) as usize];
+            r.read_exact(&mut body).map_err(|e| e.to_string())?;
+            // `struct perf_record_header_feature`: a u64 feature id, then the section.
+            let feature = u64_at(&body, 0, big_endian).unwrap_or(0);
+            let section = body.get(8..).unwrap_or_default();
+            let fits = match feature {
+                f if f == u64::from(FEATURE_CMDLINE) => cmdline_fits(section, big_endian),
+                f if f == u64::from(FEATURE_EVENT_DESC) => event_desc_fits(section, big_endian),
+                _ => Some(()),
+            };
+            if fits.is_none() {
+                return Err(format!(
+                    "feature record #{feature} at offset {at} has counts or lengths larger than its {} bytes (corrupted)",
+                    section.len()
+                ));
+            }
+            at += size;
+            continue;
         }
         if ty == RECORD_COMPRESSED || ty == RECORD_COMPRESSED2 {
             let mut body = vec![0; (size - 8) as usize];
@@ -303,6 +361,11 @@ fn walk_records(
         }
         r.seek_relative(skip as i64).map_err(|e| e.to_string())?;
         at += size;
+    }
+    if pipe && at < end {
+        return Ok(Some(format!(
+            "the stream ends inside a record header at offset {at} (cut)"
+        )));
     }
     Ok(zstd.end())
 }
