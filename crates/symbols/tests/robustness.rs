@@ -36,7 +36,11 @@ fn quiet_reader_panics() {
 }
 
 fn seed_perf() -> Vec<u8> {
-    let samples: Vec<Sample> = (0..64)
+    perfdata::write(&seed_samples())
+}
+
+fn seed_samples() -> Vec<Sample> {
+    (0..64)
         .map(|i| Sample {
             pid: 100 + (i % 3),
             tid: 100 + (i % 3),
@@ -48,8 +52,7 @@ fn seed_perf() -> Vec<u8> {
             },
             callers: vec![0x40_2000, 0x40_3000],
         })
-        .collect();
-    perfdata::write(&samples)
+        .collect()
 }
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
@@ -107,6 +110,50 @@ fn read_perfdata_mutations_no_panic() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for _ in 0..3000 {
         kprof_symbols::fuzzing::perf_data(&mutate(&mut rng, &seed));
+    }
+}
+
+/// 1500 damaged `-z` perf.data files (records spanning compressed records) are read
+/// without a panic, and so are 1500 damaged pipe-mode streams.
+#[test]
+fn read_perfdata_compressed_and_pipe_mutations_no_panic() {
+    quiet_reader_panics();
+    let samples = seed_samples();
+    let seeds = [
+        perfdata::write_compressed(&samples, &[0.3, 0.61]),
+        perfdata::write_pipe(&samples),
+    ];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for seed in &seeds {
+        kprof_symbols::fuzzing::perf_data(seed);
+        for _ in 0..1500 {
+            kprof_symbols::fuzzing::perf_data(&mutate(&mut rng, seed));
+        }
+    }
+}
+
+/// The `-z` and pipe-mode forms of the seed give all its samples, undamaged, with records
+/// cut across compressed records.
+#[test]
+fn symbolize_perfdata_compressed_and_pipe_all_samples() {
+    let samples = seed_samples();
+    for (what, bytes) in [
+        (
+            "compressed",
+            perfdata::write_compressed(&samples, &[0.3, 0.61]),
+        ),
+        ("pipe", perfdata::write_pipe(&samples)),
+    ] {
+        let mut f = tempfile::Builder::new().suffix(".data").tempfile().unwrap();
+        f.write_all(&bytes).unwrap();
+        let (p, _) = common::symbolize(f.path(), &[]);
+        let n: u64 = p.stacks.iter().flat_map(|s| &s.counts).sum();
+        assert_eq!(n, 64, "{what}: {n} samples of 64");
+        assert!(
+            !p.warnings.iter().any(|w| w.contains("damaged")),
+            "{what}: {:?}",
+            p.warnings
+        );
     }
 }
 
