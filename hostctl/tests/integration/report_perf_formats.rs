@@ -7,7 +7,7 @@
 //! -b`, which adds HEADER_BUILD_ID records to the stream for the user objects with samples
 //! (perf 6.1 adds none for the kernel, hence user-space events only).
 
-use crate::report_common::{compile, kprofctl};
+use crate::report_common::{compile, kprofctl, line_of};
 use crate::report_perf::{assert_top10_json, assert_top10_matches, perf_report};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,10 +57,10 @@ fn report_perfdata_compressed_top10_matches_perf_report() {
     assert_top10_matches(&expected, &["report", dir.join("z.data").to_str().unwrap()]);
 }
 
-/// Cuts the zstd data of the middle `PERF_RECORD_COMPRESSED` record of the perf.data `b` in
+/// Cuts the zstd data of a `PERF_RECORD_COMPRESSED` record of the perf.data `b` in
 /// half, as a write that stopped mid-record would, and fills the freed bytes with 8-byte
 /// FINISHED_ROUND records so that the file's layout stays intact.
-fn cut_middle_compressed(b: &mut [u8]) {
+fn cut_compressed(b: &mut [u8]) {
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let (off, len) = (u64_at(b, 40) as usize, u64_at(b, 48) as usize);
     let mut compressed = Vec::new();
@@ -78,7 +78,8 @@ fn cut_middle_compressed(b: &mut [u8]) {
         "{} COMPRESSED records",
         compressed.len()
     );
-    let (at, size) = compressed[compressed.len() / 2];
+    // The largest after the first (which holds the synthesized mmaps): one full of samples.
+    let (at, size) = *compressed[1..].iter().max_by_key(|c| c.1).unwrap();
     let cut = size - 8 * ((size - 8) / 16);
     b[at + 6..at + 8].copy_from_slice(&(cut as u16).to_le_bytes());
     for filler in (at + cut..at + size).step_by(8) {
@@ -106,7 +107,7 @@ fn report_perfdata_compressed_cut_keeps_samples_damaged() {
     perf(&dir, &args);
     let mut bytes = std::fs::read(dir.join("z.data")).unwrap();
     let total = samples_of(&dir.join("z.data")).0;
-    cut_middle_compressed(&mut bytes);
+    cut_compressed(&mut bytes);
     let cut = dir.join("cut.data");
     std::fs::write(&cut, &bytes).unwrap();
     let (kept, stderr) = samples_of(&cut);
@@ -197,4 +198,70 @@ fn report_perfdata_pipe_cut_keeps_samples_damaged() {
     let (kept, stderr) = samples_of(&cut);
     assert!(kept > 0 && kept < total, "{kept} of {total} samples kept");
     assert!(stderr.contains("damaged"), "no damage warning: {stderr}");
+}
+
+/// `perf archive` of a capture, moved with it to another directory, the workload deleted and
+/// no `~/.debug`: `--symbols perf.data.tar.bz2` names the hot function with its source line.
+#[test]
+fn report_perfarchive_moved_hot_loop_source_line() {
+    let dir = workdir();
+    let mut args = RECORD.to_vec();
+    args.extend(["-o", "perf.data", "./hotloop", "12"]);
+    perf(&dir, &args);
+    perf(&dir, &["archive", "perf.data"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    for f in ["perf.data", "perf.data.tar.bz2"] {
+        std::fs::rename(dir.join(f), elsewhere.path().join(f)).unwrap();
+    }
+    std::fs::remove_file(dir.join("hotloop")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let report = |extra: &[&str]| {
+        let cache = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+            .current_dir(elsewhere.path())
+            .args(["report", "perf.data", "--format", "json"])
+            .args(extra)
+            .env("HOME", home.path())
+            .env("KPROF_CACHE_DIR", cache.path())
+            .env_remove("BUILDDIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, stderr)
+    };
+    // Without the archive nothing names the workload's functions any more.
+    let (v, _) = report(&[]);
+    assert_ne!(v["functions"][0]["symbol"], "hot_loop");
+    let (v, stderr) = report(&["--symbols", "perf.data.tar.bz2"]);
+    let f = &v["functions"][0];
+    assert_eq!(f["symbol"], "hot_loop", "{stderr}");
+    let file = f["hot_line"]["file"].as_str().unwrap();
+    assert!(file.ends_with("hotloop.c"), "{file}");
+    assert_eq!(
+        f["hot_line"]["line"].as_u64(),
+        Some(u64::from(line_of("HOT_LINE"))),
+        "{f}"
+    );
+}
+
+/// A `perf archive` tarball cut in half is refused with one clear message naming it.
+#[test]
+fn report_perfarchive_truncated_fails_clearly() {
+    let dir = workdir();
+    let mut args = RECORD.to_vec();
+    args.extend(["-o", "perf.data", "./hotloop", "2"]);
+    perf(&dir, &args);
+    perf(&dir, &["archive", "perf.data"]);
+    let bytes = std::fs::read(dir.join("perf.data.tar.bz2")).unwrap();
+    let cut = dir.join("cut.tar.bz2");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = kprofctl(&[
+        "report",
+        dir.join("perf.data").to_str().unwrap(),
+        "--symbols",
+        cut.to_str().unwrap(),
+    ]);
+    crate::report_common::assert_clear_failure(&out, "bad perf archive");
 }
