@@ -113,14 +113,15 @@ fn read_perfdata_mutations_no_panic() {
     }
 }
 
-/// 1500 damaged `-z` perf.data files (records spanning compressed records) are read
-/// without a panic, and so are 1500 damaged pipe-mode streams.
+/// 1500 damaged `-z` perf.data files of each compressed record type (records spanning
+/// compressed records) are read without a panic, and so are 1500 damaged pipe-mode streams.
 #[test]
 fn read_perfdata_compressed_and_pipe_mutations_no_panic() {
     quiet_reader_panics();
     let samples = seed_samples();
     let seeds = [
-        perfdata::write_compressed(&samples, &[0.3, 0.61]),
+        perfdata::write_compressed(&samples, &[0.3, 0.61], false),
+        perfdata::write_compressed(&samples, &[0.45], true),
         perfdata::write_pipe(&samples),
     ];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
@@ -132,15 +133,19 @@ fn read_perfdata_compressed_and_pipe_mutations_no_panic() {
     }
 }
 
-/// The `-z` and pipe-mode forms of the seed give all its samples, undamaged, with records
-/// cut across compressed records.
+/// The `-z` (COMPRESSED and COMPRESSED2) and pipe-mode forms of the seed give all its
+/// samples, undamaged, with records cut across compressed records.
 #[test]
 fn symbolize_perfdata_compressed_and_pipe_all_samples() {
     let samples = seed_samples();
     for (what, bytes) in [
         (
             "compressed",
-            perfdata::write_compressed(&samples, &[0.3, 0.61]),
+            perfdata::write_compressed(&samples, &[0.3, 0.61], false),
+        ),
+        (
+            "compressed2",
+            perfdata::write_compressed(&samples, &[0.45], true),
         ),
         ("pipe", perfdata::write_pipe(&samples)),
     ] {
@@ -155,6 +160,28 @@ fn symbolize_perfdata_compressed_and_pipe_all_samples() {
             p.warnings
         );
     }
+}
+
+/// Records compressed with a type other than zstd (HEADER_COMPRESSED) are not decoded as
+/// zstd, and the error says why.
+#[test]
+fn read_perfdata_compressed_unknown_type_error() {
+    let z = perfdata::write_compressed(&seed_samples(), &[], false);
+    // `struct { u32 version, type, level, ratio, mmap_len }`, type 2 (not zstd).
+    let info: Vec<u8> = [1u32, 2, 1, 5, 4096]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let err = symbolize_error(&add_feature(z, 27, &info));
+    assert!(err.contains("unknown type 2"), "{err}");
+}
+
+/// A compressed record expanding to 300 MiB (of zeros) is an error, not 300 MiB held in
+/// memory by the reader.
+#[test]
+fn read_perfdata_compressed_huge_expansion_error() {
+    let err = symbolize_error(&perfdata::write_zeros_compressed(300 << 20));
+    assert!(err.contains("expands past 256 MiB"), "{err}");
 }
 
 /// 1000 damaged archives (compressed stream and the perf.data inside) are read without a panic.
@@ -176,7 +203,11 @@ fn read_archive_mutations_no_panic() {
 
 /// `seed_perf()` with one feature section (perf's `HEADER_*` number `bit`) after the data.
 fn with_feature(bit: u32, section: &[u8]) -> Vec<u8> {
-    let mut b = seed_perf();
+    add_feature(seed_perf(), bit, section)
+}
+
+/// The perf.data `b` (of no feature sections) with one, perf's `HEADER_*` number `bit`.
+fn add_feature(mut b: Vec<u8>, bit: u32, section: &[u8]) -> Vec<u8> {
     let bitmap = 72 + 8 * (bit / 64) as usize;
     let word = u64::from_le_bytes(b[bitmap..bitmap + 8].try_into().unwrap()) | 1 << (bit % 64);
     b[bitmap..bitmap + 8].copy_from_slice(&word.to_le_bytes());

@@ -337,8 +337,18 @@ fn walk_records(
             } else {
                 &body[..]
             };
-            if let Some(why) = zstd.feed(payload, big_endian) {
-                return Ok(Some(format!("compressed record at offset {at}: {why}")));
+            match zstd.feed(payload, big_endian) {
+                Fed::Ok => {}
+                Fed::Damaged(why) => {
+                    return Ok(Some(format!("compressed record at offset {at}: {why}")));
+                }
+                // The reader would hold it all in memory before any check of ours.
+                Fed::TooLarge => {
+                    return Err(format!(
+                        "compressed record at offset {at} expands past {} MiB (corrupted)",
+                        MAX_DECOMPRESSED_RECORD >> 20
+                    ));
+                }
             }
             at += size;
             continue;
@@ -393,9 +403,18 @@ struct ZstdWalk {
     fed: bool,
 }
 
+/// What one compressed record's zstd data gave.
+enum Fed {
+    Ok,
+    /// Corrupt data: the records before it are readable.
+    Damaged(String),
+    /// More output than [`MAX_DECOMPRESSED_RECORD`].
+    TooLarge,
+}
+
 impl ZstdWalk {
-    /// Decodes one record's zstd data; `Some(why)` when it is damaged.
-    fn feed(&mut self, payload: &[u8], big_endian: bool) -> Option<String> {
+    /// Decodes one record's zstd data.
+    fn feed(&mut self, payload: &[u8], big_endian: bool) -> Fed {
         self.fed = true;
         let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
         let mut input = zstd_safe::InBuffer::around(payload);
@@ -405,15 +424,14 @@ impl ZstdWalk {
             let mut o = zstd_safe::OutBuffer::around(&mut out[..]);
             match dctx.decompress_stream(&mut o, &mut input) {
                 Ok(hint) => self.hint = hint,
-                Err(code) => return Some(format!("zstd: {}", zstd_safe::get_error_name(code))),
+                Err(code) => {
+                    return Fed::Damaged(format!("zstd: {}", zstd_safe::get_error_name(code)))
+                }
             }
             let n = o.pos();
             produced += n;
             if produced > MAX_DECOMPRESSED_RECORD {
-                return Some(format!(
-                    "expands past {} MiB",
-                    MAX_DECOMPRESSED_RECORD >> 20
-                ));
+                return Fed::TooLarge;
             }
             self.tail.extend_from_slice(&out[..n]);
             // Keep only the bytes of the perf record not yet complete.
@@ -433,7 +451,7 @@ impl ZstdWalk {
             }
             self.tail.drain(..at);
             if n < out.len() && input.pos() == payload.len() {
-                return None;
+                return Fed::Ok;
             }
         }
     }

@@ -7,7 +7,8 @@ mod record_checks;
 
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
 use linux_perf_data::{
-    DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter, UserRecordType,
+    CompressionInfo, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter,
+    UserRecordType,
 };
 use std::io::{BufReader, Read, Seek, SeekFrom};
 
@@ -43,6 +44,9 @@ pub(crate) struct Records<R: Read> {
     pub total: u64,
     /// The first damage seen; reading stops at damage the reader cannot step over.
     pub damaged: Option<String>,
+    /// No record is read: they are compressed with an unknown type, and the reader would
+    /// decode them as zstd.
+    unreadable: bool,
 }
 
 impl<R: Read + Seek> Records<BufReader<R>> {
@@ -62,11 +66,13 @@ impl<R: Read + Seek> Records<BufReader<R>> {
             perf_file,
             record_iter,
         } = PerfFileReader::parse_file(reader).map_err(|e| e.to_string())?;
+        let unknown = unknown_compression(&perf_file);
         Ok(Self {
+            unreadable: unknown.is_some(),
+            damaged: unknown.or(header.damage),
             file: perf_file,
             iter: record_iter,
             total: header.data.size,
-            damaged: header.damage,
         })
     }
 
@@ -84,13 +90,28 @@ impl<R: Read + Seek> Records<BufReader<R>> {
             perf_file,
             record_iter,
         } = parsed.map_err(|e| e.to_string())?;
+        let unknown = unknown_compression(&perf_file);
         Ok(Self {
+            unreadable: unknown.is_some(),
+            damaged: unknown.or(damaged),
             file: perf_file,
             iter: record_iter,
             total: len.saturating_sub(16),
-            damaged,
         })
     }
+}
+
+/// The damage of records compressed with something other than zstd (HEADER_COMPRESSED's
+/// type): linux-perf-data would take them for zstd and fail on the first one, with a message
+/// about zstd frames that does not say why.
+fn unknown_compression(file: &PerfFile) -> Option<String> {
+    let info = file.compression_info().ok()??;
+    (info.type_ != CompressionInfo::ZSTD_TYPE).then(|| {
+        format!(
+            "records compressed with unknown type {} (only zstd, type 1, is read)",
+            info.type_
+        )
+    })
 }
 
 /// `PERF_RECORD_MISC_BUILD_ID_SIZE`: byte 20 of the build-id field is its length.
@@ -121,6 +142,9 @@ impl<R: Read> Records<R> {
     /// Calls `f` with each event record that parses and each recorded build-id; damaged
     /// records are skipped and remembered in [`Records::damaged`].
     pub fn for_each(&mut self, mut f: impl FnMut(Item<'_>)) {
+        if self.unreadable {
+            return;
+        }
         let mut bytes = 0u64;
         loop {
             let rec = match self.iter.next_record(&mut self.file) {

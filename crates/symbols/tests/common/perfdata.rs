@@ -31,8 +31,10 @@ pub fn write(samples: &[Sample]) -> Vec<u8> {
 /// The same perf.data with its records in `PERF_RECORD_COMPRESSED` records, as `perf record
 /// -z` writes them: one zstd frame for all, flushed at the end of each record, and the raw
 /// records cut at `cuts` (fractions of their length) so that records span compressed records.
+/// With `compressed2`, the records are `PERF_RECORD_COMPRESSED2` (perf 6.15 on): a u64 of
+/// the zstd data's length, then the data padded to 8 bytes.
 #[allow(dead_code)]
-pub fn write_compressed(samples: &[Sample], cuts: &[f64]) -> Vec<u8> {
+pub fn write_compressed(samples: &[Sample], cuts: &[f64], compressed2: bool) -> Vec<u8> {
     let (attr, data) = attr_and_records(samples);
     let mut cctx = zstd_safe::CCtx::create();
     let mut at = 0;
@@ -51,10 +53,20 @@ pub fn write_compressed(samples: &[Sample], cuts: &[f64]) -> Vec<u8> {
         }
         while cctx.flush_stream(&mut out).unwrap() != 0 {}
         let n = out.pos();
-        records.extend_from_slice(&81u32.to_le_bytes()); // PERF_RECORD_COMPRESSED
-        records.extend_from_slice(&0u16.to_le_bytes());
-        records.extend_from_slice(&((n + 8) as u16).to_le_bytes());
-        records.extend_from_slice(&buf[..n]);
+        if compressed2 {
+            let padded = n.div_ceil(8) * 8;
+            records.extend_from_slice(&83u32.to_le_bytes()); // PERF_RECORD_COMPRESSED2
+            records.extend_from_slice(&0u16.to_le_bytes());
+            records.extend_from_slice(&((padded + 16) as u16).to_le_bytes());
+            u64s(&mut records, n as u64);
+            records.extend_from_slice(&buf[..n]);
+            records.resize(records.len() + padded - n, 0);
+        } else {
+            records.extend_from_slice(&81u32.to_le_bytes()); // PERF_RECORD_COMPRESSED
+            records.extend_from_slice(&0u16.to_le_bytes());
+            records.extend_from_slice(&((n + 8) as u16).to_le_bytes());
+            records.extend_from_slice(&buf[..n]);
+        }
         at = end;
     }
     file(&attr, &records)
@@ -134,4 +146,32 @@ fn file(attr: &[u8], data: &[u8]) -> Vec<u8> {
     u64s(&mut out, 0);
     out.extend_from_slice(data);
     out
+}
+
+/// A perf.data whose data section is one `PERF_RECORD_COMPRESSED` record of `len` zero
+/// bytes (compressed in 1 MiB steps, so `len` need not fit in memory).
+#[allow(dead_code)]
+pub fn write_zeros_compressed(len: usize) -> Vec<u8> {
+    let (attr, _) = attr_and_records(&[]);
+    let mut cctx = zstd_safe::CCtx::create();
+    let zeros = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; 1 << 16];
+    let mut out = zstd_safe::OutBuffer::around(&mut buf[..]);
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(zeros.len());
+        let mut input = zstd_safe::InBuffer::around(&zeros[..n]);
+        while input.pos() < n {
+            cctx.compress_stream(&mut out, &mut input).unwrap();
+        }
+        left -= n;
+    }
+    while cctx.flush_stream(&mut out).unwrap() != 0 {}
+    let n = out.pos();
+    let mut records = Vec::new();
+    records.extend_from_slice(&81u32.to_le_bytes()); // PERF_RECORD_COMPRESSED
+    records.extend_from_slice(&0u16.to_le_bytes());
+    records.extend_from_slice(&((n + 8) as u16).to_le_bytes());
+    records.extend_from_slice(&buf[..n]);
+    file(&attr, &records)
 }
