@@ -53,10 +53,13 @@ impl<R: Read + Seek> Records<BufReader<R>> {
     /// Checks the header of a perf.data of `len` bytes and opens it, a file or a stream
     /// written in pipe mode (`perf record -o -`).
     pub fn open(mut r: R, len: u64) -> Result<Self, String> {
-        let mut first = [0u8; 16];
-        let n = r.read(&mut first).map_err(|e| e.to_string())?;
+        let mut first = Vec::with_capacity(16);
+        r.by_ref()
+            .take(16)
+            .read_to_end(&mut first)
+            .map_err(|e| e.to_string())?;
         r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-        if header::is_pipe(&first[..n]) {
+        if header::is_pipe(&first) {
             return Self::open_pipe(r, len);
         }
         let header = header::check(&mut r, len)?;
@@ -119,9 +122,10 @@ const PERF_RECORD_MISC_BUILD_ID_SIZE: u16 = 1 << 15;
 
 /// The DSO and build-id of a HEADER_BUILD_ID record body (`struct
 /// perf_record_header_build_id` after its header: pid, 24 bytes of build-id, file name), read
-/// as linux-perf-data reads the entries of a file's build-id table.
-fn header_build_id(misc: u16, body: &[u8]) -> Option<(DsoKey, Vec<u8>)> {
-    let id = body.get(4..28)?;
+/// as linux-perf-data reads the entries of a file's build-id table: `Err` for a body too
+/// short, `Ok(None)` for a name that is no DSO (skipped there too).
+fn header_build_id(misc: u16, body: &[u8]) -> Result<Option<(DsoKey, Vec<u8>)>, ()> {
+    let id = body.get(4..28).ok_or(())?;
     let len = if misc & PERF_RECORD_MISC_BUILD_ID_SIZE != 0 {
         usize::from(id[20].min(20))
     } else {
@@ -132,10 +136,9 @@ fn header_build_id(misc: u16, body: &[u8]) -> Option<(DsoKey, Vec<u8>)> {
         }
         len
     };
-    let path = body.get(28..)?;
+    let path = &body[28..];
     let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
-    let key = DsoKey::detect(path, CpuMode::from_misc(misc))?;
-    Some((key, id[..len].to_vec()))
+    Ok(DsoKey::detect(path, CpuMode::from_misc(misc)).map(|key| (key, id[..len].to_vec())))
 }
 
 impl<R: Read> Records<R> {
@@ -172,8 +175,9 @@ impl<R: Read> Records<R> {
                 PerfFileRecord::UserRecord(u) => {
                     if u.record_type == UserRecordType::PERF_HEADER_BUILD_ID {
                         match header_build_id(u.misc, &u.data.as_slice()) {
-                            Some((key, id)) => f(Item::BuildId(key, id)),
-                            None => {
+                            Ok(Some((key, id))) => f(Item::BuildId(key, id)),
+                            Ok(None) => {}
+                            Err(()) => {
                                 self.damaged
                                     .get_or_insert_with(|| "unparsable build-id record".into());
                             }
