@@ -184,6 +184,28 @@ fn read_perfdata_compressed_huge_expansion_error() {
     assert!(err.contains("expands past 256 MiB"), "{err}");
 }
 
+/// A pipe-mode HEADER_FEATURE record for EVENT_DESC (id 12 in the low 32 bits of a u64, as
+/// linux-perf-data reads it) claiming 2^32-1 events is an error, not a huge allocation
+/// (cargo-fuzz finding, 2026-11-23).
+#[test]
+fn read_perfdata_pipe_event_desc_huge_count_error() {
+    let pipe = perfdata::write_pipe(&seed_samples());
+    // After the 16-byte pipe header and the HEADER_ATTR record.
+    let at = 16 + usize::from(u16::from_le_bytes([pipe[22], pipe[23]]));
+    let mut feature = Vec::new();
+    feature.extend_from_slice(&80u32.to_le_bytes()); // PERF_RECORD_HEADER_FEATURE
+    feature.extend_from_slice(&0u16.to_le_bytes());
+    feature.extend_from_slice(&24u16.to_le_bytes());
+    feature.extend_from_slice(&0xffff_ff00_0000_000cu64.to_le_bytes());
+    feature.extend_from_slice(&u32::MAX.to_le_bytes()); // nr
+    feature.extend_from_slice(&128u32.to_le_bytes()); // attr_size
+    let mut b = pipe[..at].to_vec();
+    b.extend_from_slice(&feature);
+    b.extend_from_slice(&pipe[at..]);
+    let err = symbolize_error(&b);
+    assert!(err.contains("feature record"), "{err}");
+}
+
 /// 1000 damaged archives (compressed stream and the perf.data inside) are read without a panic.
 #[test]
 fn read_archive_mutations_no_panic() {

@@ -306,11 +306,12 @@ fn walk_records(
             let mut body = vec![0; (size - 8) as usize];
             r.read_exact(&mut body).map_err(|e| e.to_string())?;
             // `struct perf_record_header_feature`: a u64 feature id, then the section.
-            let feature = u64_at(&body, 0, big_endian).unwrap_or(0);
+            // linux-perf-data keeps the id's low 32 bits, so they decide here too.
+            let feature = u64_at(&body, 0, big_endian).unwrap_or(0) as u32;
             let section = body.get(8..).unwrap_or_default();
             let fits = match feature {
-                f if f == u64::from(FEATURE_CMDLINE) => cmdline_fits(section, big_endian),
-                f if f == u64::from(FEATURE_EVENT_DESC) => event_desc_fits(section, big_endian),
+                FEATURE_CMDLINE => cmdline_fits(section, big_endian),
+                FEATURE_EVENT_DESC => event_desc_fits(section, big_endian),
                 _ => Some(()),
             };
             if fits.is_none() {
