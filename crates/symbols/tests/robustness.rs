@@ -36,7 +36,11 @@ fn quiet_reader_panics() {
 }
 
 fn seed_perf() -> Vec<u8> {
-    let samples: Vec<Sample> = (0..64)
+    perfdata::write(&seed_samples())
+}
+
+fn seed_samples() -> Vec<Sample> {
+    (0..64)
         .map(|i| Sample {
             pid: 100 + (i % 3),
             tid: 100 + (i % 3),
@@ -48,8 +52,7 @@ fn seed_perf() -> Vec<u8> {
             },
             callers: vec![0x40_2000, 0x40_3000],
         })
-        .collect();
-    perfdata::write(&samples)
+        .collect()
 }
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
@@ -110,6 +113,99 @@ fn read_perfdata_mutations_no_panic() {
     }
 }
 
+/// 1500 damaged `-z` perf.data files of each compressed record type (records spanning
+/// compressed records) are read without a panic, and so are 1500 damaged pipe-mode streams.
+#[test]
+fn read_perfdata_compressed_and_pipe_mutations_no_panic() {
+    quiet_reader_panics();
+    let samples = seed_samples();
+    let seeds = [
+        perfdata::write_compressed(&samples, &[0.3, 0.61], false),
+        perfdata::write_compressed(&samples, &[0.45], true),
+        perfdata::write_pipe(&samples),
+    ];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for seed in &seeds {
+        kprof_symbols::fuzzing::perf_data(seed);
+        for _ in 0..1500 {
+            kprof_symbols::fuzzing::perf_data(&mutate(&mut rng, seed));
+        }
+    }
+}
+
+/// The `-z` (COMPRESSED and COMPRESSED2) and pipe-mode forms of the seed give all its
+/// samples, undamaged, with records cut across compressed records.
+#[test]
+fn symbolize_perfdata_compressed_and_pipe_all_samples() {
+    let samples = seed_samples();
+    for (what, bytes) in [
+        (
+            "compressed",
+            perfdata::write_compressed(&samples, &[0.3, 0.61], false),
+        ),
+        (
+            "compressed2",
+            perfdata::write_compressed(&samples, &[0.45], true),
+        ),
+        ("pipe", perfdata::write_pipe(&samples)),
+    ] {
+        let mut f = tempfile::Builder::new().suffix(".data").tempfile().unwrap();
+        f.write_all(&bytes).unwrap();
+        let (p, _) = common::symbolize(f.path(), &[]);
+        let n: u64 = p.stacks.iter().flat_map(|s| &s.counts).sum();
+        assert_eq!(n, 64, "{what}: {n} samples of 64");
+        assert!(
+            !p.warnings.iter().any(|w| w.contains("damaged")),
+            "{what}: {:?}",
+            p.warnings
+        );
+    }
+}
+
+/// Records compressed with a type other than zstd (HEADER_COMPRESSED) are not decoded as
+/// zstd, and the error says why.
+#[test]
+fn read_perfdata_compressed_unknown_type_error() {
+    let z = perfdata::write_compressed(&seed_samples(), &[], false);
+    // `struct { u32 version, type, level, ratio, mmap_len }`, type 2 (not zstd).
+    let info: Vec<u8> = [1u32, 2, 1, 5, 4096]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let err = symbolize_error(&add_feature(z, 27, &info));
+    assert!(err.contains("unknown type 2"), "{err}");
+}
+
+/// A compressed record expanding to 300 MiB (of zeros) is an error, not 300 MiB held in
+/// memory by the reader.
+#[test]
+fn read_perfdata_compressed_huge_expansion_error() {
+    let err = symbolize_error(&perfdata::write_zeros_compressed(300 << 20));
+    assert!(err.contains("expands past 256 MiB"), "{err}");
+}
+
+/// A pipe-mode HEADER_FEATURE record for EVENT_DESC (id 12 in the low 32 bits of a u64, as
+/// linux-perf-data reads it) claiming 2^32-1 events is an error, not a huge allocation
+/// (cargo-fuzz finding, 2026-11-23).
+#[test]
+fn read_perfdata_pipe_event_desc_huge_count_error() {
+    let pipe = perfdata::write_pipe(&seed_samples());
+    // After the 16-byte pipe header and the HEADER_ATTR record.
+    let at = 16 + usize::from(u16::from_le_bytes([pipe[22], pipe[23]]));
+    let mut feature = Vec::new();
+    feature.extend_from_slice(&80u32.to_le_bytes()); // PERF_RECORD_HEADER_FEATURE
+    feature.extend_from_slice(&0u16.to_le_bytes());
+    feature.extend_from_slice(&24u16.to_le_bytes());
+    feature.extend_from_slice(&0xffff_ff00_0000_000cu64.to_le_bytes());
+    feature.extend_from_slice(&u32::MAX.to_le_bytes()); // nr
+    feature.extend_from_slice(&128u32.to_le_bytes()); // attr_size
+    let mut b = pipe[..at].to_vec();
+    b.extend_from_slice(&feature);
+    b.extend_from_slice(&pipe[at..]);
+    let err = symbolize_error(&b);
+    assert!(err.contains("feature record"), "{err}");
+}
+
 /// 1000 damaged archives (compressed stream and the perf.data inside) are read without a panic.
 #[test]
 fn read_archive_mutations_no_panic() {
@@ -129,7 +225,11 @@ fn read_archive_mutations_no_panic() {
 
 /// `seed_perf()` with one feature section (perf's `HEADER_*` number `bit`) after the data.
 fn with_feature(bit: u32, section: &[u8]) -> Vec<u8> {
-    let mut b = seed_perf();
+    add_feature(seed_perf(), bit, section)
+}
+
+/// The perf.data `b` (of no feature sections) with one, perf's `HEADER_*` number `bit`.
+fn add_feature(mut b: Vec<u8>, bit: u32, section: &[u8]) -> Vec<u8> {
     let bitmap = 72 + 8 * (bit / 64) as usize;
     let word = u64::from_le_bytes(b[bitmap..bitmap + 8].try_into().unwrap()) | 1 << (bit % 64);
     b[bitmap..bitmap + 8].copy_from_slice(&word.to_le_bytes());

@@ -7,14 +7,19 @@ use std::path::{Path, PathBuf};
 /// The build-id index store: `$KPROF_CACHE_DIR/buildid-index.json`, else
 /// `${XDG_CACHE_HOME:-~/.cache}/kprof/buildid-index.json`.
 pub fn index_store() -> Option<PathBuf> {
+    Some(cache_dir()?.join("buildid-index.json"))
+}
+
+/// kprofctl's cache: `$KPROF_CACHE_DIR`, else `${XDG_CACHE_HOME:-~/.cache}/kprof`.
+pub fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("KPROF_CACHE_DIR") {
-        return Some(PathBuf::from(dir).join("buildid-index.json"));
+        return Some(PathBuf::from(dir));
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("kprof").join("buildid-index.json"))
+    Some(base.join("kprof"))
 }
 
 /// Symbolizer options that look into this host: `~/.debug`, `/usr/lib/debug`, the paths

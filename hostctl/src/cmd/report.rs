@@ -31,7 +31,8 @@ pub enum Format {
 /// Arguments of `kprofctl report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// A capture: an agent archive (.kprof.tar.gz) or a bare perf.data.
+    /// A capture: an agent archive (.kprof.tar.gz) or a bare perf.data (also `perf record
+    /// -z` and pipe mode); `-` reads it from standard input.
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
     #[command(flatten)]
@@ -109,7 +110,13 @@ pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
         }
     };
     let mut symbolizer = Symbolizer::new(opts, &mut on_progress)?;
-    let cap = Capture::open(capture)?;
+    // `-` is standard input (`ssh board perf record -o - … | kprofctl report -`), held in
+    // memory since a pipe cannot be read twice.
+    let cap = if capture == Path::new("-") {
+        Capture::from_reader(Path::new("<stdin>"), std::io::stdin().lock())?
+    } else {
+        Capture::open(capture)?
+    };
     let profile = symbolizer.symbolize(&cap, &mut on_progress)?;
     bar.finish_and_clear();
     Ok(Loaded {

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 /// Where to look for symbol files (matched by build-id only).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SymbolArgs {
-    /// A symbol file or a directory to index (repeatable): vmlinux, unstripped .ko, ELF, .debug.
+    /// A symbol file or a directory to index (repeatable): vmlinux, unstripped .ko, ELF, .debug,
+    /// or a `perf archive` tarball (perf.data.tar.bz2).
     #[arg(long = "symbols", value_name = "PATH")]
     pub symbols: Vec<PathBuf>,
     /// A Yocto build directory (default: $BUILDDIR when set).
@@ -72,10 +73,21 @@ impl SymbolArgs {
     /// Every path to index: `--symbols`, kprof.toml, the Yocto and Buildroot trees.
     /// Trees that cannot be read as such are errors: the user asked for them.
     pub fn paths(&self) -> anyhow::Result<Vec<PathBuf>> {
-        let mut out = self.symbols.clone();
-        for p in &out {
+        let mut out = Vec::new();
+        for p in &self.symbols {
             if !p.exists() {
                 anyhow::bail!("--symbols {}: no such file or directory", p.display());
+            }
+            if crate::cmd::perf_archive::is_perf_archive(p) {
+                let cache = crate::cmd::host_symbols::cache_dir().with_context(|| {
+                    format!(
+                        "--symbols {}: no cache directory to unpack it to (set KPROF_CACHE_DIR)",
+                        p.display()
+                    )
+                })?;
+                out.push(crate::cmd::perf_archive::unpack(p, &cache)?);
+            } else {
+                out.push(p.clone());
             }
         }
         out.extend(config_paths()?);

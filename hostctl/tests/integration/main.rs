@@ -18,3 +18,4 @@ mod render_svg;
 mod report_common;
 mod report_errors;
 mod report_perf;
+mod report_perf_formats;

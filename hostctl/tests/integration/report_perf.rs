@@ -5,14 +5,15 @@ use crate::report_common::{kprofctl, line_of, recorded};
 use std::collections::HashMap;
 use std::process::Command;
 
-/// `perf report -n --no-children --sort dso,sym` as `(dso, symbol) → samples`, in perf's order.
-fn perf_report(dir: &std::path::Path) -> Vec<((String, String), u64)> {
+/// `perf report -n --no-children --sort dso,sym` on `dir/file` as `(dso, symbol) → samples`,
+/// in perf's order.
+pub fn perf_report(dir: &std::path::Path, file: &str) -> Vec<((String, String), u64)> {
     let out = Command::new("perf")
         .current_dir(dir)
         .args([
             "report",
             "-i",
-            "perf.data",
+            file,
             "--no-children",
             "--stdio",
             "--sort",
@@ -40,7 +41,7 @@ fn perf_report(dir: &std::path::Path) -> Vec<((String, String), u64)> {
         .collect()
 }
 
-fn json(args: &[&str]) -> serde_json::Value {
+pub fn json(args: &[&str]) -> serde_json::Value {
     let out = kprofctl(args);
     assert!(
         out.status.success(),
@@ -54,15 +55,23 @@ fn json(args: &[&str]) -> serde_json::Value {
 #[test]
 fn report_perfdata_top10_matches_perf_report() {
     let dir = recorded();
-    let perf = perf_report(dir);
+    let perf = perf_report(dir, "perf.data");
+    assert_top10_matches(&perf, &["report", dir.join("perf.data").to_str().unwrap()]);
+}
+
+/// Asserts that kprofctl's top 10 functions for `report_args` (plus `--format json`) have
+/// the counts `perf` lists for them, and that the four loops lead.
+pub fn assert_top10_matches(perf: &[((String, String), u64)], report_args: &[&str]) {
     assert!(perf.len() >= 4, "{perf:?}");
+    let mut args = report_args.to_vec();
+    args.extend(["--format", "json"]);
+    assert_top10_json(perf, &json(&args));
+}
+
+/// Asserts that the top 10 functions of kprofctl's JSON report `v` have the counts `perf`
+/// lists for them, and that the four loops lead.
+pub fn assert_top10_json(perf: &[((String, String), u64)], v: &serde_json::Value) {
     let by_key: HashMap<(String, String), u64> = perf.iter().cloned().collect();
-    let v = json(&[
-        "report",
-        dir.join("perf.data").to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
     let funcs = v["functions"].as_array().unwrap();
     let ours: Vec<((String, String), u64)> = funcs
         .iter()

@@ -6,7 +6,7 @@ use super::{Progress, State};
 use crate::capture::{Capture, PerfData};
 use crate::error::{Error, Result};
 use crate::perf_data::{
-    Records, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PROT_EXEC,
+    Item, Records, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PROT_EXEC,
 };
 use crate::profile::Event;
 use kprof_capture::build_id::hex;
@@ -74,7 +74,14 @@ fn read_records(
     let nev = st.profile.events.len();
     let mut samples = 0u64;
     let mut stack_buf: Vec<usize> = Vec::with_capacity(128);
-    records.for_each(|attr_index, record, bytes| {
+    records.for_each(|item| {
+        let (attr_index, record, bytes) = match item {
+            Item::Event(attr_index, record, bytes) => (attr_index, record, bytes),
+            Item::BuildId(key, id) => {
+                st.header_build_ids.insert(key, hex(&id));
+                return;
+            }
+        };
         if samples.is_multiple_of(65536) {
             progress(Progress::Samples {
                 bytes: bytes.min(total),

@@ -24,6 +24,72 @@ fn u64s(out: &mut Vec<u8>, v: u64) {
 
 /// Serializes a perf.data with the given samples.
 pub fn write(samples: &[Sample]) -> Vec<u8> {
+    let (attr, data) = attr_and_records(samples);
+    file(&attr, &data)
+}
+
+/// The same perf.data with its records in `PERF_RECORD_COMPRESSED` records, as `perf record
+/// -z` writes them: one zstd frame for all, flushed at the end of each record, and the raw
+/// records cut at `cuts` (fractions of their length) so that records span compressed records.
+/// With `compressed2`, the records are `PERF_RECORD_COMPRESSED2` (perf 6.15 on): a u64 of
+/// the zstd data's length, then the data padded to 8 bytes.
+#[allow(dead_code)]
+pub fn write_compressed(samples: &[Sample], cuts: &[f64], compressed2: bool) -> Vec<u8> {
+    let (attr, data) = attr_and_records(samples);
+    let mut cctx = zstd_safe::CCtx::create();
+    let mut at = 0;
+    let mut records = Vec::new();
+    let mut ends: Vec<usize> = cuts
+        .iter()
+        .map(|c| (data.len() as f64 * c) as usize)
+        .collect();
+    ends.push(data.len());
+    for end in ends {
+        let mut input = zstd_safe::InBuffer::around(&data[at..end]);
+        let mut buf = vec![0u8; 1 << 16];
+        let mut out = zstd_safe::OutBuffer::around(&mut buf[..]);
+        while input.pos() < end - at {
+            cctx.compress_stream(&mut out, &mut input).unwrap();
+        }
+        while cctx.flush_stream(&mut out).unwrap() != 0 {}
+        let n = out.pos();
+        if compressed2 {
+            let padded = n.div_ceil(8) * 8;
+            records.extend_from_slice(&83u32.to_le_bytes()); // PERF_RECORD_COMPRESSED2
+            records.extend_from_slice(&0u16.to_le_bytes());
+            records.extend_from_slice(&((padded + 16) as u16).to_le_bytes());
+            u64s(&mut records, n as u64);
+            records.extend_from_slice(&buf[..n]);
+            records.resize(records.len() + padded - n, 0);
+        } else {
+            records.extend_from_slice(&81u32.to_le_bytes()); // PERF_RECORD_COMPRESSED
+            records.extend_from_slice(&0u16.to_le_bytes());
+            records.extend_from_slice(&((n + 8) as u16).to_le_bytes());
+            records.extend_from_slice(&buf[..n]);
+        }
+        at = end;
+    }
+    file(&attr, &records)
+}
+
+/// The same samples in pipe mode (`perf record -o -`): the 16-byte pipe header, the
+/// attribute as a HEADER_ATTR record, then the records.
+#[allow(dead_code)]
+pub fn write_pipe(samples: &[Sample]) -> Vec<u8> {
+    let (attr, data) = attr_and_records(samples);
+    let mut out = Vec::new();
+    out.extend_from_slice(b"PERFILE2");
+    u64s(&mut out, 16);
+    out.extend_from_slice(&64u32.to_le_bytes()); // PERF_RECORD_HEADER_ATTR
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&((attr.len() + 8) as u16).to_le_bytes());
+    out.extend_from_slice(&attr);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// The attribute and the SAMPLE records of `samples`.
+fn attr_and_records(samples: &[Sample]) -> (Vec<u8>, Vec<u8>) {
     let sample_type = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CALLCHAIN | SAMPLE_PERIOD;
     let mut attr = vec![0u8; ATTR_SIZE];
     attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
@@ -56,6 +122,11 @@ pub fn write(samples: &[Sample]) -> Vec<u8> {
         data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
         data.extend_from_slice(&body);
     }
+    (attr, data)
+}
+
+/// A perf.data file of one attribute and the records `data`.
+fn file(attr: &[u8], data: &[u8]) -> Vec<u8> {
     let attrs_off = 104u64;
     let attrs_size = (ATTR_SIZE + 16) as u64;
     let data_off = attrs_off + attrs_size;
@@ -70,9 +141,37 @@ pub fn write(samples: &[Sample]) -> Vec<u8> {
     u64s(&mut out, 0);
     u64s(&mut out, 0);
     out.extend_from_slice(&[0u8; 32]);
-    out.extend_from_slice(&attr);
+    out.extend_from_slice(attr);
     u64s(&mut out, 0); // ids section: none
     u64s(&mut out, 0);
-    out.extend_from_slice(&data);
+    out.extend_from_slice(data);
     out
+}
+
+/// A perf.data whose data section is one `PERF_RECORD_COMPRESSED` record of `len` zero
+/// bytes (compressed in 1 MiB steps, so `len` need not fit in memory).
+#[allow(dead_code)]
+pub fn write_zeros_compressed(len: usize) -> Vec<u8> {
+    let (attr, _) = attr_and_records(&[]);
+    let mut cctx = zstd_safe::CCtx::create();
+    let zeros = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; 1 << 16];
+    let mut out = zstd_safe::OutBuffer::around(&mut buf[..]);
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(zeros.len());
+        let mut input = zstd_safe::InBuffer::around(&zeros[..n]);
+        while input.pos() < n {
+            cctx.compress_stream(&mut out, &mut input).unwrap();
+        }
+        left -= n;
+    }
+    while cctx.flush_stream(&mut out).unwrap() != 0 {}
+    let n = out.pos();
+    let mut records = Vec::new();
+    records.extend_from_slice(&81u32.to_le_bytes()); // PERF_RECORD_COMPRESSED
+    records.extend_from_slice(&0u16.to_le_bytes());
+    records.extend_from_slice(&((n + 8) as u16).to_le_bytes());
+    records.extend_from_slice(&buf[..n]);
+    file(&attr, &records)
 }
