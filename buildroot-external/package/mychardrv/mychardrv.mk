@@ -5,7 +5,7 @@
 ################################################################################
 
 # The example module of the kprof repository, at the commit kprof.mk pins.
-MYCHARDRV_VERSION = 22185e1cd6a65fceaa7cb1a667516faa5a9000e4
+MYCHARDRV_VERSION = e84d6e32d1a5d105eebe5e8e7f5f5eba2cf27018
 MYCHARDRV_SITE = https://github.com/kprof/kprof.git
 MYCHARDRV_SITE_METHOD = git
 MYCHARDRV_MODULE_SUBDIRS = examples/mychardrv
