@@ -182,6 +182,35 @@ impl State<'_> {
         self.profile.stacks[idx].counts[e] += 1;
     }
 
+    /// MMAP and MMAP2 alike: a kernel or module mapping, or an executable user mapping of `pid`
+    /// at `(start, len, pgoff)`; MMAP2 may carry the file's build-id.
+    fn on_mmap(
+        &mut self,
+        pid: i32,
+        cpu_mode: CpuMode,
+        (start, len, pgoff): (u64, u64, u64),
+        path: &[u8],
+        executable: bool,
+        build_id: Option<String>,
+    ) {
+        let path = String::from_utf8_lossy(path).into_owned();
+        if pid == -1 || matches!(cpu_mode, CpuMode::Kernel) {
+            self.add_kernel_mapping(&path, start, len, pgoff);
+        } else if executable {
+            self.add_mapping(
+                pid,
+                Mapping {
+                    start,
+                    end: start.saturating_add(len),
+                    pgoff,
+                    path: path.into(),
+                    build_id,
+                    image: None,
+                },
+            );
+        }
+    }
+
     /// Process names, forks, mappings and lost samples.
     fn on_side_band(&mut self, record: EventRecord<'_>) {
         match record {
@@ -202,45 +231,27 @@ impl State<'_> {
                     self.comms.entry(f.tid).or_insert(c);
                 }
             }
-            EventRecord::Mmap(m) => {
-                let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
-                if m.pid == -1 || matches!(m.cpu_mode, CpuMode::Kernel) {
-                    self.add_kernel_mapping(&path, m.address, m.length, m.page_offset);
-                } else if m.is_executable {
-                    self.add_mapping(
-                        m.pid,
-                        Mapping {
-                            start: m.address,
-                            end: m.address.saturating_add(m.length),
-                            pgoff: m.page_offset,
-                            path: path.into(),
-                            build_id: None,
-                            image: None,
-                        },
-                    );
-                }
-            }
+            EventRecord::Mmap(m) => self.on_mmap(
+                m.pid,
+                m.cpu_mode,
+                (m.address, m.length, m.page_offset),
+                &m.path.as_slice(),
+                m.is_executable,
+                None,
+            ),
             EventRecord::Mmap2(m) => {
-                let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
-                if m.pid == -1 || matches!(m.cpu_mode, CpuMode::Kernel) {
-                    self.add_kernel_mapping(&path, m.address, m.length, m.page_offset);
-                } else if m.protection & PROT_EXEC != 0 {
-                    let build_id = match &m.file_id {
-                        Mmap2FileId::BuildId(b) => Some(hex(b)),
-                        _ => None,
-                    };
-                    self.add_mapping(
-                        m.pid,
-                        Mapping {
-                            start: m.address,
-                            end: m.address.saturating_add(m.length),
-                            pgoff: m.page_offset,
-                            path: path.into(),
-                            build_id,
-                            image: None,
-                        },
-                    );
-                }
+                let build_id = match &m.file_id {
+                    Mmap2FileId::BuildId(b) => Some(hex(b)),
+                    _ => None,
+                };
+                self.on_mmap(
+                    m.pid,
+                    m.cpu_mode,
+                    (m.address, m.length, m.page_offset),
+                    &m.path.as_slice(),
+                    m.protection & PROT_EXEC != 0,
+                    build_id,
+                )
             }
             EventRecord::Lost(l) => {
                 self.profile.meta.lost_samples =
