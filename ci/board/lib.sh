@@ -238,11 +238,10 @@ board_userland() {
     echo /
     return 0
   fi
-  local specs=() p v hash root
-  for p in "${board_arm64_debs[@]}"; do
-    v=$("$board_top/ci/apt-multiarch" version "$p:arm64") || board_die "no arm64 package $p"
-    specs+=("$p:arm64=$v")
-  done
+  local specs=() versions p v hash root
+  versions=$("$board_top/ci/apt-multiarch" version "${board_arm64_debs[@]/%/:arm64}") ||
+    board_die "arm64 packages missing: ${board_arm64_debs[*]}"
+  while read -r p v; do specs+=("$p=$v"); done <<<"$versions"
   hash=$(printf '%s\n' "${specs[@]}" | sha256sum | cut -c1-16)
   root=$board_cache/debs-aarch64/$hash
   if [ ! -d "$root" ]; then
