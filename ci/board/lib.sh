@@ -2,29 +2,70 @@
 # Shared by ci/board/* scripts (sourced). Cache layout and content hashes.
 #
 # $KPROF_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/kprof) holds
-#   board/<kernel-hash>/            one Buildroot-like output dir per kernel input set
+#   board/<kernel-hash>/            one Buildroot-like output dir per kernel input set (and arch)
 #     build/linux-<ver>/            kernel tree, vmlinux with DWARF
 #     build/mychardrv-1.0/          module build, unstripped mychardrv.ko
 #     target/                       initramfs root (stripped module, busybox, dropbear, agent)
-#     images/bzImage, images/rootfs.cpio.gz
+#     images/bzImage (x86_64) or images/Image (aarch64), images/rootfs.cpio.gz
 #     images/kprof-symbols/         what kprofctl gets as --symbols (links into build/)
 #     keys/id_ed25519               test key authorized for root on the board
-#   board/kvm-verdict               cached "kvm" or "tcg" for this machine
-# $KPROF_BOARD_STATE (default $KPROF_CACHE/board/run) holds pid, port and the serial log.
+#   board/accel                     cached "kvm" or "tcg" for this machine (x86_64 board)
+#   board/debs-aarch64/<hash>/      unpacked arm64 Debian packages for the aarch64 rootfs
+# $KPROF_BOARD_STATE (default $KPROF_CACHE/board/run, board/run-aarch64 for the arm board)
+# holds pid, port and the serial log.
+#
+# Every script sourcing this calls board_init "$@" first: it takes --arch x86_64|aarch64
+# (default $KPROF_BOARD_ARCH, else x86_64) and sets the per-architecture variables.
 
 board_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 board_top=$(cd "$board_here/../.." && pwd)
 KPROF_CACHE=${KPROF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kprof}
 board_cache=$KPROF_CACHE/board
-KPROF_BOARD_STATE=${KPROF_BOARD_STATE:-$board_cache/run}
 kprof_cfg=$board_top/meta-kprof/recipes-kernel/linux/files/kprof.cfg
 
 board_log() { echo "board: $*" >&2; }
 board_die() { echo "board: error: $*" >&2; exit 1; }
 
-# Packages the board needs on a Debian 12 host; installed when missing.
-board_packages=(linux-source-6.1 qemu-system-x86 busybox-static dropbear-bin cpio xz-utils
+# Packages the board needs on a Debian 12 host; installed when missing (board_init adds the
+# cross toolchain and QEMU of the board's architecture).
+board_packages=(linux-source-6.1 busybox-static dropbear-bin cpio xz-utils
   bc flex bison libelf-dev libssl-dev dwarves build-essential openssh-client util-linux)
+
+# usage: board_init [--arch x86_64|aarch64] (the script's own arguments). Sets
+#   board_arch          x86_64 or aarch64 (exported as KPROF_BOARD_ARCH for the helpers)
+#   board_image         kernel image name under images/ (bzImage, Image)
+#   board_rust_target   the agent's Rust target
+#   KPROF_BOARD_STATE   default $board_cache/run (x86_64), $board_cache/run-aarch64
+board_init() {
+  board_arch=${KPROF_BOARD_ARCH:-x86_64}
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --arch) [ $# -ge 2 ] || board_die "--arch needs a value (x86_64 or aarch64)"
+        board_arch=$2; shift 2 ;;
+      --arch=*) board_arch=${1#--arch=}; shift ;;
+      *) board_die "unknown argument $1 (usage: $(basename "$0") [--arch x86_64|aarch64])" ;;
+    esac
+  done
+  case $board_arch in
+    x86_64|amd64|x86)
+      board_arch=x86_64 board_image=bzImage board_rust_target=x86_64-unknown-linux-gnu
+      KPROF_BOARD_STATE=${KPROF_BOARD_STATE:-$board_cache/run}
+      board_packages+=(qemu-system-x86) ;;
+    aarch64|arm64)
+      board_arch=aarch64 board_image=Image board_rust_target=aarch64-unknown-linux-gnu
+      KPROF_BOARD_STATE=${KPROF_BOARD_STATE:-$board_cache/run-aarch64}
+      board_packages+=(qemu-system-arm qemu-user-static gcc-aarch64-linux-gnu
+        binutils-aarch64-linux-gnu libc6-dev-arm64-cross) ;;
+    *) board_die "unsupported board architecture '$board_arch' (x86_64 or aarch64)" ;;
+  esac
+  export KPROF_BOARD_ARCH=$board_arch
+}
+
+# The scripts that configure and build the kernel: the x86_64 ones keep their original names
+# (and bytes, so that the x86 board's input hash and its cached kernel stay valid).
+board_kernel_script() {
+  if [ "$board_arch" = x86_64 ]; then echo "$board_here/$1"; else echo "$board_here/$1-$board_arch"; fi
+}
 
 board_ensure_packages() {
   local missing=() p
@@ -47,7 +88,20 @@ pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo none; }
 board_kernel_recipe=1
 
 # Input key: the source package, both fragments, the config and build scripts, the compiler.
+# The x86_64 key is computed exactly as before the aarch64 board existed; the aarch64 one
+# names the architecture and covers the arm64 scripts, fragments and cross compiler.
 board_input_hash() {
+  if [ "$board_arch" != x86_64 ]; then
+    {
+      echo "arch $board_arch"
+      echo "linux-source-6.1 $(pkg_version linux-source-6.1) recipe $board_kernel_recipe"
+      aarch64-linux-gnu-gcc --version | head -n1
+      sha256sum "$board_here/build-kernel-$board_arch" "$board_here/kernel-config-$board_arch" \
+        "$board_here/qemu-$board_arch.cfg" "$board_here/check-kconfig" \
+        "$kprof_cfg" "${kprof_cfg%.cfg}-arm64.cfg" | cut -d' ' -f1
+    } | sha256sum | cut -c1-16
+    return 0
+  fi
   {
     echo "linux-source-6.1 $(pkg_version linux-source-6.1) recipe $board_kernel_recipe"
     gcc --version | head -n1
@@ -63,6 +117,7 @@ board_input_hash() {
 # implies) thus reuse the cached kernel.
 board_config_hash() {
   {
+    [ "$board_arch" = x86_64 ] || echo "arch $board_arch"
     echo "linux-source-6.1 $(pkg_version linux-source-6.1) recipe $board_kernel_recipe"
     grep -v '^# Linux/' "$1"
   } | sha256sum | cut -c1-16
@@ -84,7 +139,7 @@ board_kernel_dir() {
   tmp=$(mktemp -d "$board_cache/.config-XXXXXX")
   tar -C "$tmp" -xJf /usr/src/linux-source-6.1.tar.xz ||
     { rm -rf "$tmp"; board_die "cannot unpack /usr/src/linux-source-6.1.tar.xz"; }
-  "$board_here/kernel-config" "$tmp/linux-source-6.1" >"$tmp/config.log" 2>&1 || {
+  "$(board_kernel_script kernel-config)" "$tmp/linux-source-6.1" >"$tmp/config.log" 2>&1 || {
     cat "$tmp/config.log" >&2
     rm -rf "$tmp"
     board_die "kernel configuration failed"
@@ -107,8 +162,8 @@ board_ensure_kernel() {
     return 0
   fi
   local log=$dir/logs/kernel-build.log start=$SECONDS
-  board_log "building the kernel into $dir (about 15 min on 2 cores; log: $log)"
-  if ! "$board_here/build-kernel" "$dir" >"$log" 2>&1; then
+  board_log "building the $board_arch kernel into $dir (about 15-20 min on 2 cores; log: $log)"
+  if ! "$(board_kernel_script build-kernel)" "$dir" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     exec 8>&-
     board_die "kernel build failed, full log: $log"
@@ -162,7 +217,8 @@ board_agent() {
       echo "$KPROF_BOARD_AGENT"; return 0 ;;
   esac
   local log=$board_cache/agent-build.log path
-  if path=$("$board_top/ci/build-agent" 2>"$log" | tail -n1) && [ -x "$path" ]; then
+  [ "$board_arch" = x86_64 ] || log=$board_cache/agent-build-$board_arch.log
+  if path=$("$board_top/ci/build-agent" "$board_rust_target" 2>"$log" | tail -n1) && [ -x "$path" ]; then
     echo "$path"
   else
     tail -n 15 "$log" >&2
@@ -170,11 +226,38 @@ board_agent() {
   fi
 }
 
+# Where the board's userland comes from: the host itself for x86_64; for aarch64, Debian's arm64
+# packages unpacked (dpkg-deb -x, nothing installed, dpkg's architectures untouched) by
+# ci/apt-multiarch into $board_cache/debs-aarch64/<hash of the package versions>.
+# dropbear is dynamic: its libraries (and scp's) are in the list; build-rootfs fails naming
+# any library the dynamic loader cannot find there.
+board_arm64_debs=(busybox-static dropbear-bin openssh-client libc6 libcrypt1 libtomcrypt1
+  libtommath1 libgmp10 zlib1g)
+board_userland() {
+  if [ "$board_arch" = x86_64 ]; then
+    echo /
+    return 0
+  fi
+  local specs=() versions p v hash root
+  versions=$("$board_top/ci/apt-multiarch" version "${board_arm64_debs[@]/%/:arm64}") ||
+    board_die "arm64 packages missing: ${board_arm64_debs[*]}"
+  while read -r p v; do specs+=("$p=$v"); done <<<"$versions"
+  hash=$(printf '%s\n' "${specs[@]}" | sha256sum | cut -c1-16)
+  root=$board_cache/debs-aarch64/$hash
+  if [ ! -d "$root" ]; then
+    board_log "fetching the arm64 userland: ${specs[*]}"
+    "$board_top/ci/apt-multiarch" unpack "$root" "${specs[@]}" >&2 ||
+      board_die "could not fetch the arm64 packages ${specs[*]}"
+  fi
+  echo "$root"
+}
+
 board_ensure_rootfs() {
-  local dir=$1 agent
+  local dir=$1 agent sysroot
   agent=$(board_agent)
+  sysroot=$(board_userland)
   "$board_here/build-rootfs" "$dir" "$board_cache/keys/id_ed25519" \
-    "$board_cache/keys/dropbear_ed25519_host_key" "$agent" >"$dir/logs/rootfs.log" 2>&1 || {
+    "$board_cache/keys/dropbear_ed25519_host_key" "$agent" "$sysroot" >"$dir/logs/rootfs.log" 2>&1 || {
     cat "$dir/logs/rootfs.log" >&2
     board_die "initramfs assembly failed"
   }
@@ -187,10 +270,12 @@ board_ensure_rootfs() {
   [ -z "$agent" ] || cp "$agent" "$s/kprof-agent"
 }
 
-# Digest of what the board boots, to tell whether a running board is still current.
+# Digest of what the board boots, to tell whether a running board is still current (for
+# aarch64 that includes whether QEMU counts instructions, KPROF_BOARD_ICOUNT).
 board_image_digest() {
   local dir=$1
-  { sha256sum "$dir/images/bzImage" | cut -d' ' -f1
+  { [ "$board_arch" = x86_64 ] || echo "icount ${KPROF_BOARD_ICOUNT:-0}"
+    sha256sum "$dir/images/$board_image" | cut -d' ' -f1
     (cd "$dir/target" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     (cd "$dir/target" && find . -type l -printf '%p %l\n' | LC_ALL=C sort)
   } | sha256sum | cut -c1-16
@@ -227,12 +312,22 @@ board_pick_port() {
 # between the check and the bind); its error is in $KPROF_BOARD_STATE/qemu.err.
 board_qemu_start() {
   local dir=$1 accel=$2 port=$3 console=$4
-  local accel_args=(-accel tcg -cpu max)
-  [ "$accel" = kvm ] && accel_args=(-enable-kvm -cpu host)
+  local machine_args
   rm -f "$KPROF_BOARD_STATE/qemu.pid" "$console"
-  qemu-system-x86_64 -machine q35 "${accel_args[@]}" -smp 2 -m 512M \
-    -kernel "$dir/images/bzImage" -initrd "$dir/images/rootfs.cpio.gz" \
-    -append "console=ttyS0 panic=-1 loglevel=6" \
+  if [ "$board_arch" = aarch64 ]; then
+    # TCG only (no KVM for an arm64 guest on x86). -cpu max has the PMUv3 QEMU emulates:
+    # cycles count its 1 GHz virtual clock; instructions need -icount (KPROF_BOARD_ICOUNT=1,
+    # about twice as slow to boot, single-threaded TCG).
+    machine_args=(qemu-system-aarch64 -machine virt -accel tcg -cpu max)
+    [ "${KPROF_BOARD_ICOUNT:-0}" = 1 ] && machine_args=(qemu-system-aarch64 -machine virt -accel tcg
+      -cpu cortex-a57 -icount shift=0)
+    machine_args+=(-kernel "$dir/images/Image" -append "console=ttyAMA0 panic=-1 loglevel=6")
+  else
+    machine_args=(qemu-system-x86_64 -machine q35 -accel tcg -cpu max)
+    [ "$accel" = kvm ] && machine_args=(qemu-system-x86_64 -machine q35 -enable-kvm -cpu host)
+    machine_args+=(-kernel "$dir/images/bzImage" -append "console=ttyS0 panic=-1 loglevel=6")
+  fi
+  "${machine_args[@]}" -smp 2 -m 512M -initrd "$dir/images/rootfs.cpio.gz" \
     -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=net0,romfile= \
     -device virtio-rng-pci \
     -display none -monitor none -serial "file:$console" -no-reboot \
@@ -258,6 +353,10 @@ board_stop() {
 # KPROF_BOARD_ACCEL=kvm|tcg overrides it.
 board_accel() {
   local dir=$1
+  if [ "$board_arch" != x86_64 ]; then
+    echo tcg
+    return 0
+  fi
   if [ -n "${KPROF_BOARD_ACCEL:-}" ]; then
     echo "$KPROF_BOARD_ACCEL"
     return 0
