@@ -381,3 +381,54 @@ fn board_arm64_perf_report_reads_capture_same_top_function() {
         "perf report:\n{out}"
     );
 }
+
+/// `kprofctl deploy` without `--agent` picks, of the agents ci/build-agent built (x86_64 in
+/// target/, aarch64 in target/rust-web/), the one whose ELF machine is the board's, and refuses
+/// the x86_64 one by name when it is forced.
+#[test]
+#[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
+fn deploy_arm64_board_picks_aarch64_agent_refuses_x86_64() {
+    let board = arm_board();
+    let (ok, out, err) = outcome(
+        board
+            .on_board("deploy")
+            .args(["--install-path", "/tmp/kprof-agent-deployed"]),
+    );
+    assert!(ok, "deploy without --agent: {err}");
+    assert!(
+        out.contains("installed at /tmp/kprof-agent-deployed"),
+        "{out}"
+    );
+    let machine = board.ssh("/tmp/kprof-agent-deployed --version >/dev/null && echo runs");
+    board.ssh("rm -f /tmp/kprof-agent-deployed");
+    assert_eq!(machine.trim(), "runs");
+
+    let x86 = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/x86_64-unknown-linux-gnu/agent/kprof-agent");
+    let x86 = if x86.is_file() {
+        x86
+    } else {
+        let built = Command::new("../ci/build-agent").output().unwrap();
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        PathBuf::from(
+            String::from_utf8_lossy(&built.stdout)
+                .lines()
+                .last()
+                .unwrap(),
+        )
+    };
+    let (ok, _, err) = outcome(
+        board
+            .on_board("deploy")
+            .arg("--agent")
+            .arg(&x86)
+            .args(["--install-path", "/tmp/kprof-agent-deployed"]),
+    );
+    assert!(!ok, "an x86-64 agent was deployed on the aarch64 board");
+    assert!(err.contains("x86-64") || err.contains("x86_64"), "{err}");
+    assert!(err.contains("AArch64") || err.contains("aarch64"), "{err}");
+}
