@@ -6,152 +6,16 @@
 //! `KPROF_BOARD_N` (the mychardrv workload size, default 10000). Run one at a time:
 //! `cargo test -p kprofctl --test board_day -- --ignored --test-threads=1`.
 
+#[path = "support/board.rs"]
+mod board;
 #[path = "integration/remote_support.rs"]
 mod remote_support;
 
+use board::{find, find_file, report_json, Board};
 use remote_support::{outcome, CuttingProxy};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The board from the environment, and a client whose known_hosts trusts its host key.
-struct Board {
-    target: String,
-    port: u16,
-    symbols: PathBuf,
-    key: PathBuf,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run ci/board/up first"))
-}
-
-impl Board {
-    fn from_env() -> Board {
-        let target = env("KPROF_BOARD");
-        let port = target.rsplit(':').next().unwrap().parse().unwrap();
-        let key = PathBuf::from(env("KPROF_BOARD_KEY"));
-        let known = std::env::var_os("KPROF_BOARD_KNOWN_HOSTS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| key.with_file_name("known_hosts"));
-        let home = tempfile::tempdir().unwrap();
-        std::fs::create_dir(home.path().join(".ssh")).unwrap();
-        // The board's host key is fixed; the port in that file is the one of the `up` that
-        // wrote it, so the key is listed again for this board's port.
-        let text =
-            std::fs::read_to_string(&known).unwrap_or_else(|e| panic!("{}: {e}", known.display()));
-        let lines: String = text
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(_, key)| format!("[127.0.0.1]:{port} {key}\n"))
-            .collect();
-        std::fs::write(home.path().join(".ssh/known_hosts"), lines).unwrap();
-        Board {
-            target,
-            port,
-            symbols: PathBuf::from(env("KPROF_BOARD_SYMBOLS")),
-            key,
-            home,
-            work: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// kprofctl with the board's key, an isolated HOME and working directory, no terminal.
-    fn kprofctl(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kprofctl"));
-        cmd.current_dir(self.work.path())
-            .env("HOME", self.home.path())
-            .env_remove("SSH_AUTH_SOCK")
-            .env_remove("KPROF_PASSWORD")
-            .env_remove("BUILDDIR")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    /// `kprofctl SUBCOMMAND TARGET -i KEY ...`.
-    fn on_board(&self, sub: &str) -> Command {
-        let mut cmd = self.kprofctl();
-        cmd.args([sub, &self.target, "-i"]).arg(&self.key);
-        cmd
-    }
-
-    /// A shell command on the board through OpenSSH's client (test set-up only).
-    fn ssh(&self, script: &str) -> String {
-        let out = Command::new("ssh")
-            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
-            .args([
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-                "-o",
-                "LogLevel=ERROR",
-                "-i",
-            ])
-            .arg(&self.key)
-            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ssh {script}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn workload(&self) -> Vec<String> {
-        let n = std::env::var("KPROF_BOARD_N").unwrap_or_else(|_| "10000".into());
-        vec![
-            "sh".into(),
-            "-c".into(),
-            format!("echo {n} > /dev/mychardrv"),
-        ]
-    }
-
-    /// `run` of the mychardrv workload; returns the capture path on the board.
-    fn run_capture(&self, extra: &[&str]) -> (String, String) {
-        let (ok, out, err) = outcome(
-            self.on_board("run")
-                .args(extra)
-                .arg("--symbols")
-                .arg(&self.symbols)
-                .arg("--")
-                .args(self.workload()),
-        );
-        assert!(ok, "run failed:\n{err}");
-        let capture = out.lines().last().unwrap_or_default().trim().to_owned();
-        assert!(capture.ends_with(".kprof.tar.gz"), "{out}\n{err}");
-        (capture, err)
-    }
-
-    fn captures_here(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(self.work.path().join("kprof-captures"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.to_string_lossy().ends_with(".kprof.tar.gz"))
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-fn report_json(board: &Board, capture: &Path, symbols: &Path, extra: &[&str]) -> serde_json::Value {
-    let (ok, out, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(capture)
-            .arg("--symbols")
-            .arg(symbols)
-            .args(["--format", "json"])
-            .args(extra),
-    );
-    assert!(ok, "report failed: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
-}
 
 /// Must hold 1: run the mychardrv write, fetch; the top function of mychardrv.ko is
 /// char_dev_cache_traverse at a mychardrv.c line, and its callers go from sh's write through the
@@ -492,22 +356,4 @@ fn board_no_agent_deploy_hint_then_deploy() {
         out.contains("kprof-agent 0.1.0 installed at /usr/bin/kprof-agent"),
         "{out}"
     );
-}
-
-fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            if let Some(f) = find_file(&p, name) {
-                return Some(f);
-            }
-        } else if p.file_name().is_some_and(|n| n == name) {
-            return Some(p);
-        }
-    }
-    None
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }

@@ -151,9 +151,19 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
 
+fn subdirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+}
+
 /// `$KPROF_AGENT`, else a kprof-agent for the board's machine next to kprofctl or in the cargo
-/// target directory kprofctl runs from (`target/<rust-target>/agent/kprof-agent`, where
-/// ci/build-agent puts it). Static builds are preferred.
+/// target directory kprofctl runs from (`target/<rust-target>/agent/kprof-agent` or
+/// `target/<dir>/<rust-target>/agent/kprof-agent`, where ci/build-agent puts it). Static
+/// builds are preferred.
 pub fn find_local_agent(uname: &str) -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os("KPROF_AGENT") {
         return Ok(PathBuf::from(p));
@@ -163,20 +173,21 @@ pub fn find_local_agent(uname: &str) -> anyhow::Result<PathBuf> {
         if let Some(dir) = exe.parent() {
             candidates.push(dir.join("kprof-agent"));
             if let Some(target_dir) = dir.parent() {
-                for entry in std::fs::read_dir(target_dir)
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                {
-                    candidates.push(entry.path().join("agent/kprof-agent"));
-                    candidates.push(entry.path().join("release/kprof-agent"));
+                // target/<rust-target>/agent, and one level deeper for the target dirs of
+                // other toolchains (ci/build-agent builds aarch64 in target/rust-web/).
+                for entry in subdirs(target_dir) {
+                    candidates.push(entry.join("agent/kprof-agent"));
+                    candidates.push(entry.join("release/kprof-agent"));
+                    for inner in subdirs(&entry) {
+                        candidates.push(inner.join("agent/kprof-agent"));
+                    }
                 }
                 candidates.push(target_dir.join("agent/kprof-agent"));
             }
         }
     }
     let mut best: Option<(PathBuf, bool)> = None;
-    for path in &candidates {
+    for path in candidates.iter().filter(|p| p.is_file()) {
         let Ok(bytes) = std::fs::read(path) else {
             continue;
         };
