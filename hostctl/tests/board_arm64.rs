@@ -326,8 +326,9 @@ fn board_arm64_raw_r03_counted_nothing_warned() {
 }
 
 /// Must hold 4: Debian's perf on this x86_64 host reads the aarch64 capture (vmlinux given with
-/// -k, the unstripped module found by build-id in a scratch buildid cache) and puts the same
-/// mychardrv.ko function on top as kprofctl.
+/// -k, the unstripped module found by build-id in a scratch buildid cache: the agent names
+/// module maps by their /lib/modules path as perf does) and puts the same mychardrv.ko
+/// function on top as kprofctl.
 #[test]
 #[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
 fn board_arm64_perf_report_reads_capture_same_top_function() {
@@ -362,12 +363,13 @@ fn board_arm64_perf_report_reads_capture_same_top_function() {
         data.to_str().unwrap(),
         "-k",
         vmlinux.to_str().unwrap(),
+        "--no-children",
+        "-g",
+        "none",
         "--sort",
         "sym",
         "--dsos",
-        "mychardrv",
-        "--percent-limit",
-        "1",
+        "[mychardrv]",
     ]);
     assert!(ok, "perf report: {err}");
     let perf_top = out
