@@ -71,7 +71,7 @@ fn base(p: &Profile) -> serde_json::Map<String, Value> {
         p.events
             .iter()
             .zip(&totals)
-            .map(|(e, t)| json!({"name": e.name, "samples": t, "total_samples": e.total_samples, "total_period": e.total_period}))
+            .map(|(e, t)| json!({"name": e.name, "samples": t, "total_samples": e.total_samples, "total_period": e.total_period, "period_known": e.period_known}))
             .collect(),
     );
     let t0 = totals.first().copied().unwrap_or(0);
@@ -114,6 +114,14 @@ pub fn write_functions(
     let all = Filter::default();
     let totals = views::totals(p, &all);
     let t0 = totals.first().copied().unwrap_or(0);
+    let ratio_unknown = ratio.and_then(|(a, b)| views::ratio_unknown(p, a, b));
+    // Event counts per event, `null` where the samples' periods are unknown.
+    let periods = |row: &[u64]| -> Vec<Option<u64>> {
+        row.iter()
+            .zip(&p.events)
+            .map(|(n, e)| e.period_known.then_some(*n))
+            .collect()
+    };
     let funcs: Vec<Value> = views::functions(p, &all)
         .iter()
         .map(|r| {
@@ -132,18 +140,38 @@ pub fn write_functions(
                 "hot_line": r.hot_line.as_ref().map(|h| json!({"file": h.file, "line": h.line, "samples": h.samples})),
                 "address": format!("{:#x}", f.start),
                 "counts": r.samples,
+                "periods": periods(&r.periods),
             });
             if let Some((a, b)) = ratio {
-                v["ratio"] = json!(views::ratio(r.samples[a], r.samples[b]));
+                v["ratio"] = match ratio_unknown {
+                    Some(_) => Value::Null,
+                    None => json!(views::ratio(r.periods[a], r.periods[b])),
+                };
             }
             v
         })
         .collect();
     if let Some((a, b)) = ratio {
+        let (na, nb) = (&p.events[a].name, &p.events[b].name);
+        m.insert("ratio".into(), json!(format!("{na}/{nb}")));
         m.insert(
-            "ratio".into(),
-            json!(format!("{}/{}", p.events[a].name, p.events[b].name)),
+            "ratio_of".into(),
+            json!("event counts, sample-weighted (summed sample periods)"),
         );
+        let (ta, tb) = (
+            views::count_total(p, &all, a),
+            views::count_total(p, &all, b),
+        );
+        m.insert(
+            "ratio_total".into(),
+            match &ratio_unknown {
+                Some(_) => Value::Null,
+                None => json!(views::ratio(ta, tb)),
+            },
+        );
+        if let Some(why) = ratio_unknown {
+            m.insert("ratio_unknown".into(), json!(why));
+        }
     }
     m.insert("functions".into(), Value::Array(funcs));
     finish(m, out)

@@ -155,6 +155,7 @@ fn project(mut p: Profile, events: &[usize]) -> Profile {
     p.events = events.iter().map(|e| p.events[*e].clone()).collect();
     for s in &mut p.stacks {
         s.counts = events.iter().map(|e| s.counts[*e]).collect();
+        s.periods = events.iter().map(|e| s.periods[*e]).collect();
     }
     p.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
     p
