@@ -253,3 +253,46 @@ pub fn write_annotation(
     }
     finish(m, out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture;
+
+    fn functions(p: &Profile) -> Value {
+        let mut out = Vec::new();
+        write_functions(p, Some((0, 1)), &mut out).unwrap();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    /// The JSON carries the count ratio per function and in total, and each function's
+    /// summed periods next to its sample counts.
+    #[test]
+    fn write_functions_json_ratio_and_periods() {
+        let v = functions(&fixture::profile());
+        assert_eq!(v["ratio"], "cpu-clock/page-faults");
+        assert_eq!(v["ratio_total"], 1e7);
+        let compute = v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["symbol"] == "compute")
+            .unwrap();
+        assert_eq!(compute["counts"], json!([70, 7]));
+        assert_eq!(compute["periods"], json!([70_000_000u64, 7]));
+        assert_eq!(compute["ratio"], 1e7);
+        assert!(v.get("ratio_unknown").is_none());
+    }
+
+    /// Unknown periods give `null` ratios and periods, and the reason.
+    #[test]
+    fn write_functions_json_ratio_unknown_null() {
+        let mut p = fixture::profile();
+        p.events[0].period_known = false;
+        let v = functions(&p);
+        assert_eq!(v["ratio_total"], Value::Null);
+        assert_eq!(v["functions"][0]["ratio"], Value::Null);
+        assert_eq!(v["functions"][0]["periods"][0], Value::Null);
+        assert!(v["ratio_unknown"].as_str().unwrap().contains("cpu-clock"));
+    }
+}

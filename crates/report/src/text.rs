@@ -280,3 +280,43 @@ pub fn write_annotation(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture;
+
+    fn functions(p: &Profile) -> String {
+        let mut out = Vec::new();
+        write_functions(p, &Filter::default(), Some((0, 1)), 10, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// `--ratio` divides event counts: 70 cpu-clock samples of 1 ms over 7 page faults is
+    /// 10^7 (the sample ratio would be 10), and the header says it is a count ratio.
+    #[test]
+    fn write_functions_text_ratio_of_counts() {
+        let out = functions(&fixture::profile());
+        assert!(
+            out.contains("Ratio:   cpu-clock/page-faults of event counts, sample-weighted"),
+            "{out}"
+        );
+        let compute = out.lines().find(|l| l.contains(" compute ")).expect(&out);
+        assert!(compute.contains("10000000.0000"), "{compute}");
+    }
+
+    /// An event without known periods makes the column `unknown`, explained once.
+    #[test]
+    fn write_functions_text_ratio_unknown_explained() {
+        let mut p = fixture::profile();
+        p.events[1].period_known = false;
+        let out = functions(&p);
+        assert_eq!(
+            out.matches("ratio unknown: the samples of page-faults")
+                .count(),
+            1
+        );
+        let compute = out.lines().find(|l| l.contains(" compute ")).expect(&out);
+        assert!(compute.contains("unknown"), "{compute}");
+    }
+}

@@ -483,7 +483,13 @@ mod tests {
     }
 
     fn symbolize(evs: &[Ev]) -> Profile {
-        let c = Capture::from_bytes(Path::new("t.data"), &perf_data(evs)).unwrap();
+        symbolize_with(evs, None)
+    }
+
+    /// [`symbolize`] with a manifest, as an archive of the agent has.
+    fn symbolize_with(evs: &[Ev], manifest: Option<kprof_capture::Manifest>) -> Profile {
+        let mut c = Capture::from_bytes(Path::new("t.data"), &perf_data(evs)).unwrap();
+        c.manifest = manifest;
         let mut s = Symbolizer::new(Options::default(), &mut |_| {}).unwrap();
         s.symbolize(&c, &mut |_| {}).unwrap()
     }
@@ -592,5 +598,55 @@ mod tests {
             p.warnings
         );
         assert!(!p.warnings.iter().any(|w| w.contains("event cpu-clock")));
+    }
+
+    /// With a manifest, an event without samples is explained by its counter total (a raw
+    /// event at 0 points at the event number) and a throttled one names the sysctl.
+    #[test]
+    fn symbolize_manifest_zero_count_and_throttle_warned() {
+        let ev = |name: &str, t: u32, samples: u64, throttled: u64, count: u64| {
+            serde_json::json!({"name": name, "attr_type": t, "attr_config": 3,
+                "sample_period": 1000, "samples": samples, "lost": 0,
+                "throttled": throttled, "count": count, "no_samples": samples == 0})
+        };
+        let m = serde_json::json!({
+            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
+            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
+            "release": "6.1", "version": "#1", "machine": "aarch64"},
+            "events": [ev("cycles", 0, 4, 7, 4200), ev("r03", 4, 0, 0, 0), ev("r04", 4, 0, 0, 40)],
+            "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
+            "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
+            "perf_data": {"file": "perf.data", "size": 0, "sha256": ""},
+            "sysctl": {"perf_event_max_sample_rate": "25000\n"}
+        });
+        let m: kprof_capture::Manifest = serde_json::from_value(m).unwrap();
+        let ev = |config, samples| Ev {
+            config,
+            period: Some(1000),
+            with_period: true,
+            samples,
+        };
+        let p = symbolize_with(
+            &[
+                ev(0, at_two_ips(2, 1000)),
+                ev(1, Vec::new()),
+                ev(2, Vec::new()),
+            ],
+            Some(m),
+        );
+        let has = |needle: &str| {
+            assert!(
+                p.warnings.iter().any(|w| w.contains(needle)),
+                "no {needle:?} in {:?}",
+                p.warnings
+            )
+        };
+        has("event r03 has no samples: it counted nothing (counter total 0; the PMU accepted it");
+        has("event r04 has no samples: it counted 40, below its period 1000");
+        has("event cycles was throttled 7 times by the kernel (kernel.perf_event_max_sample_rate = 25000)");
+        assert!(!p
+            .warnings
+            .iter()
+            .any(|w| w.contains("cycles has no samples")));
     }
 }
