@@ -43,7 +43,8 @@ pub struct ReportArgs {
     /// Only these events (comma-separated or repeated), in this column order.
     #[arg(long, value_name = "E", value_delimiter = ',')]
     pub event: Vec<String>,
-    /// Add a column A/B of two events' samples, e.g. L1-dcache-load-misses/L1-dcache-loads.
+    /// Add a column A/B of two events' counts (each sample weighs its period), e.g.
+    /// L1-dcache-load-misses/L1-dcache-loads.
     #[arg(long, value_name = "A/B")]
     pub ratio: Option<String>,
     /// Only samples in the kernel and modules.
