@@ -8,6 +8,12 @@ use crate::report_common::{compile, kprofctl};
 use std::path::Path;
 use std::process::Command;
 
+/// Repetitions of the hot loop: ~1.2 s, so that 10 ms task-clock periods are ~120 samples
+/// per CPU. The periods stay low (1 kHz and 100 Hz): under the load of the other tests the
+/// kernel lowers perf_event_max_sample_rate and throttles a 10 kHz cpu-clock, and the
+/// samples a throttled event loses are counts missing from its side of the ratio.
+const REPS: &str = "100";
+
 /// `kprofctl report CAPTURE --format json --ratio cpu-clock/task-clock`, and its stderr.
 fn ratio_report(capture: &Path) -> (serde_json::Value, String) {
     let out = kprofctl(&[
@@ -55,11 +61,11 @@ fn report_perfdata_ratio_counts_zero_event_warned() {
     run_ok(Command::new("perf").current_dir(dir.path()).args([
         "record",
         "-e",
-        "cpu-clock/period=100000/,task-clock/period=1000000/,alignment-faults",
+        "cpu-clock/period=1000000/,task-clock/period=10000000/,alignment-faults",
         "-o",
         "perf.data",
         "./hotloop",
-        "12",
+        REPS,
     ]));
     let (v, stderr) = ratio_report(&dir.path().join("perf.data"));
     assert_counts_and_warning(&v, &stderr, "event alignment-faults has no samples");
@@ -75,8 +81,8 @@ fn report_capture_agent_ratio_counts_zero_event_warned() {
         Command::new(agent_binary())
             .current_dir(dir.path())
             .args(["record", "-e"])
-            .arg("cpu-clock/period=100000/,task-clock/period=1000000/,emulation-faults")
-            .args(["-o", "caps", "--", "./hotloop", "12"]),
+            .arg("cpu-clock/period=1000000/,task-clock/period=10000000/,emulation-faults")
+            .args(["-o", "caps", "--", "./hotloop", REPS]),
     );
     let agent_err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -94,6 +100,13 @@ fn report_capture_agent_ratio_counts_zero_event_warned() {
     assert_eq!((faults.count, faults.no_samples), (Some(0), true));
     assert!(m.events[0].count.is_some_and(|c| c > 0) && !m.events[0].no_samples);
     let (v, stderr) = ratio_report(Path::new(&archive));
+    // The sample-weighted ratio estimates the counters' own ratio, read at the end.
+    let counted = m.events[0].count.unwrap() as f64 / m.events[1].count.unwrap() as f64;
+    let weighted = v["ratio_total"].as_f64().unwrap();
+    assert!(
+        (weighted / counted - 1.0).abs() < 0.05,
+        "sample-weighted {weighted}, counters {counted}"
+    );
     assert_counts_and_warning(
         &v,
         &stderr,
