@@ -405,6 +405,8 @@ mod tests {
         period: Option<u64>,
         with_period: bool,
         samples: Vec<(u64, u64)>,
+        /// PERF_RECORD_THROTTLE records of the event, after its samples.
+        throttles: usize,
     }
 
     /// A PERFILE2 of `evs`, one attribute each (id = index + 1), samples identified by
@@ -451,6 +453,20 @@ mod tests {
                 }
                 data.extend_from_slice(&9u32.to_le_bytes()); // PERF_RECORD_SAMPLE
                 data.extend_from_slice(&2u16.to_le_bytes()); // user
+                data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+                data.extend_from_slice(&body);
+            }
+            for n in 0..e.throttles {
+                // time, id, stream_id, then the sample_id trailer: pid/tid and IDENTIFIER.
+                let mut body = Vec::new();
+                u64s(&mut body, 1000 + n as u64);
+                u64s(&mut body, id);
+                u64s(&mut body, id);
+                body.extend_from_slice(&7i32.to_le_bytes());
+                body.extend_from_slice(&7i32.to_le_bytes());
+                u64s(&mut body, id);
+                data.extend_from_slice(&5u32.to_le_bytes()); // PERF_RECORD_THROTTLE
+                data.extend_from_slice(&0u16.to_le_bytes());
                 data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
                 data.extend_from_slice(&body);
             }
@@ -511,12 +527,14 @@ mod tests {
                 period: Some(1000),
                 with_period: true,
                 samples: at_two_ips(5, 1000),
+                throttles: 0,
             },
             Ev {
                 config: 1,
                 period: Some(10),
                 with_period: true,
                 samples: at_two_ips(5, 10),
+                throttles: 0,
             },
         ]);
         assert_eq!(views::ratio_unknown(&p, 0, 1), None);
@@ -542,12 +560,14 @@ mod tests {
                 period: Some(500),
                 with_period: false,
                 samples: at_two_ips(3, 0),
+                throttles: 0,
             },
             Ev {
                 config: 1,
                 period: Some(5),
                 with_period: false,
                 samples: at_two_ips(3, 0),
+                throttles: 0,
             },
         ]);
         assert_eq!(views::ratio_unknown(&fixed, 0, 1), None);
@@ -558,12 +578,14 @@ mod tests {
                 period: None,
                 with_period: false,
                 samples: at_two_ips(3, 0),
+                throttles: 0,
             },
             Ev {
                 config: 1,
                 period: Some(5),
                 with_period: true,
                 samples: at_two_ips(3, 5),
+                throttles: 0,
             },
         ]);
         let why = views::ratio_unknown(&by_freq, 0, 1).expect("unknown");
@@ -582,12 +604,14 @@ mod tests {
                 period: Some(1000),
                 with_period: true,
                 samples: at_two_ips(2, 1000),
+                throttles: 0,
             },
             Ev {
                 config: 1,
                 period: Some(1000),
                 with_period: true,
                 samples: Vec::new(),
+                throttles: 0,
             },
         ]);
         assert!(
@@ -625,6 +649,7 @@ mod tests {
             period: Some(1000),
             with_period: true,
             samples,
+            throttles: 0,
         };
         let p = symbolize_with(
             &[
@@ -648,5 +673,31 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("cycles has no samples")));
+    }
+
+    /// A plain perf.data's THROTTLE records warn about their event, with the hint.
+    #[test]
+    fn symbolize_perfdata_throttle_records_warned() {
+        let ev = |config, throttles| Ev {
+            config,
+            period: Some(1000),
+            with_period: true,
+            samples: at_two_ips(2, 1000),
+            throttles,
+        };
+        let p = symbolize(&[ev(0, 0), ev(1, 3)]);
+        let throttled: Vec<&String> = p
+            .warnings
+            .iter()
+            .filter(|w| w.contains("throttled"))
+            .collect();
+        assert_eq!(throttled.len(), 1, "{:?}", p.warnings);
+        assert!(
+            throttled[0].starts_with("event task-clock was throttled 3 times by the kernel: ")
+                && throttled[0]
+                    .contains("lower -F or raise /proc/sys/kernel/perf_event_max_sample_rate"),
+            "{}",
+            throttled[0]
+        );
     }
 }
