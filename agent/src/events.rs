@@ -46,6 +46,8 @@ const SOFTWARE: &[(&str, u64)] = &[
     ("migrations", 4),
     ("minor-faults", 5),
     ("major-faults", 6),
+    ("alignment-faults", 7),
+    ("emulation-faults", 8),
 ];
 
 const CACHES: &[(&str, u64)] = &[
@@ -226,6 +228,27 @@ mod tests {
             (e.attr_type, e.config, e.name.as_str()),
             (PERF_TYPE_RAW, 3, "r03")
         );
+        let e = parse("alignment-faults").unwrap();
+        assert_eq!((e.attr_type, e.config), (PERF_TYPE_SOFTWARE, 7));
+        let e = parse("emulation-faults").unwrap();
+        assert_eq!((e.attr_type, e.config), (PERF_TYPE_SOFTWARE, 8));
+    }
+
+    /// A raw event number and a hardware event with a period term parse as the board's
+    /// tests spell them.
+    #[test]
+    fn parse_event_raw_and_period_term() {
+        let e = parse("r11").unwrap();
+        assert_eq!(
+            (e.attr_type, e.config, e.name.as_str()),
+            (PERF_TYPE_RAW, 0x11, "r11")
+        );
+        let e = parse("cycles/period=100000/").unwrap();
+        assert_eq!(
+            (e.attr_type, e.config, e.name.as_str(), e.period),
+            (PERF_TYPE_HARDWARE, 0, "cycles", Some(100_000))
+        );
+        assert_eq!(e.requested, "cycles/period=100000/");
     }
 
     /// Per-event period terms and u/k modifiers are honoured; commas inside terms do not split.

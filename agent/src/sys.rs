@@ -170,6 +170,24 @@ pub fn event_id(fd: libc::c_int) -> io::Result<u64> {
     Ok(id)
 }
 
+/// The counter value and id of an event opened with `read_format` [`FORMAT_ID`] only:
+/// read(2) then returns `{ u64 value; u64 id; }`.
+pub fn read_count(fd: libc::c_int) -> io::Result<(u64, u64)> {
+    let mut buf = [0u64; 2];
+    // SAFETY: reading at most 16 bytes into a live 16-byte buffer.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), size_of_val(&buf)) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != size_of_val(&buf) {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("read {n} bytes of a perf counter, expected 16"),
+        ));
+    }
+    Ok((buf[0], buf[1]))
+}
+
 /// Reads a sysctl under /proc/sys/kernel as an integer.
 pub fn kernel_sysctl(name: &str) -> Option<i64> {
     std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))

@@ -50,6 +50,44 @@ fn record_perfdata_two_events_attributed() {
     );
 }
 
+/// A software event that never fires (no alignment faults on x86) opens with cpu-clock:
+/// stderr warns about it by name, the manifest flags it with its counter total 0, and the
+/// event that sampled has a counter total of its own.
+#[test]
+fn record_manifest_zero_count_event_flagged() {
+    let (dir, busy) = workload("zero-count", "busy");
+    let out = record(
+        &["-e", "cpu-clock,alignment-faults", "-F", "1000"],
+        &dir.join("caps"),
+        &[busy.to_str().unwrap(), "3"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "kprof-agent: warning: event `alignment-faults` produced no samples (counter read 0"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("kprof-agent: alignment-faults: 0 samples, 0 lost, 0 throttled"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("event `cpu-clock` produced no samples"),
+        "{stderr}"
+    );
+    let m = manifest(&unpack(&archive_of(&out), &dir));
+    let faults = &m.events[1];
+    assert_eq!(
+        (faults.samples, faults.count, faults.no_samples),
+        (0, Some(0), true)
+    );
+    let clock = &m.events[0];
+    assert!(clock.samples > 0 && !clock.no_samples);
+    // cpu-clock counts nanoseconds: its total is at least a nanosecond per sample period.
+    assert!(clock.count.is_some_and(|c| c >= clock.samples), "{clock:?}");
+}
+
 /// `-p PID` samples only that process and stops when it exits; `-C` limits the CPUs.
 #[test]
 fn record_perfdata_pid_and_cpu_scope() {

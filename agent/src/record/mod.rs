@@ -78,6 +78,9 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     rings.disable();
     let stop_ns = timefmt::now_ns();
     rings.drain(&mut sink).map_err(write_failed(&perf_path))?;
+    // Read while the fds are open: an event that counted nothing is told from one that
+    // counted below its period.
+    let counter_values = rings.counter_values();
     if let Stop::Signal(sig @ 1..) = stop {
         warn(format_args!("stopping on signal {sig}"));
     }
@@ -91,6 +94,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         agent_argv,
         id: &id,
         opened: &opened,
+        counter_values: &counter_values,
         cpus: &cpus,
         online_cpus: online.len(),
         kernel,

@@ -118,7 +118,10 @@ pub(super) fn open_all(
         match open_event(&attr, tids, cpus, &spec.requested) {
             Ok(fds) => {
                 if requested.is_none() {
-                    notices.push(format!("sampling `{}` (default event)", spec.name));
+                    notices.push(format!(
+                        "sampling `{}` (default event: this CPU's PMU counts it)",
+                        spec.name
+                    ));
                 }
                 opened.push(Opened {
                     spec,

@@ -1,7 +1,7 @@
 //! Sealing a capture: perf.data's feature sections (build-ids of everything that ran), the
 //! manifest, the per-event summary on stderr, and the archive that replaces the work dir.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use kprof_capture::manifest::{Command, EventRecord, FileDigest, Manifest};
@@ -25,6 +25,8 @@ pub(super) struct Ending<'a> {
     pub(super) agent_argv: &'a [String],
     pub(super) id: &'a str,
     pub(super) opened: &'a [Opened],
+    /// `(id, value)` of every event fd read at the end.
+    pub(super) counter_values: &'a [(u64, u64)],
     pub(super) cpus: &'a [u32],
     pub(super) online_cpus: usize,
     pub(super) kernel: KernelState,
@@ -42,8 +44,9 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
     let perf_size = w.finish(&features).map_err(write_failed(&perf_path))?;
     let sha =
         archive::sha256_file(&perf_path).map_err(|e| Error::io("cannot hash perf.data", e))?;
-    let events = event_records(end.opened, &counts);
-    report(&events, end.command.as_ref());
+    let events = event_records(end.opened, &counts, end.counter_values);
+    let sysctl = procfs::sysctls();
+    report(&events, end.command.as_ref(), &sysctl);
     let o = end.o;
     let m = Manifest {
         schema: kprof_capture::MANIFEST_SCHEMA.into(),
@@ -66,7 +69,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
             size: perf_size,
             sha256: sha,
         },
-        sysctl: procfs::sysctls(),
+        sysctl,
         mmap_pages: Some(o.mmap_pages as u64),
     };
     let json = serde_json::to_vec_pretty(&m)
@@ -153,13 +156,23 @@ fn build_ids(k: &KernelState, files: &BTreeSet<Vec<u8>>) -> Vec<BuildIdEntry> {
     out
 }
 
-/// The manifest's event entries: what was opened and what the sink counted for it.
-fn event_records(opened: &[Opened], counts: &[Counters]) -> Vec<EventRecord> {
+/// The manifest's event entries: what was opened, what the sink counted for it, and its
+/// counter total (the values of its fds, found by their ids; `None` when none was read).
+fn event_records(
+    opened: &[Opened],
+    counts: &[Counters],
+    counter_values: &[(u64, u64)],
+) -> Vec<EventRecord> {
     opened
         .iter()
         .zip(counts)
         .map(|(e, c)| {
             let freq = e.attr.flags & flag::FREQ != 0;
+            let count = counter_values
+                .iter()
+                .filter(|(id, _)| e.ids.contains(id))
+                .map(|(_, v)| *v)
+                .reduce(u64::saturating_add);
             EventRecord {
                 requested: e.requested.clone(),
                 name: e.spec.name.clone(),
@@ -173,18 +186,34 @@ fn event_records(opened: &[Opened], counts: &[Counters]) -> Vec<EventRecord> {
                 samples: c.samples,
                 lost: c.lost,
                 throttled: c.throttled,
+                count,
+                no_samples: c.samples == 0,
             }
         })
         .collect()
 }
 
 /// The per-event summary and the workload's exit, on stderr.
-fn report(events: &[EventRecord], command: Option<&Command>) {
+fn report(events: &[EventRecord], command: Option<&Command>, sysctl: &BTreeMap<String, String>) {
+    let max_rate = sysctl
+        .get("perf_event_max_sample_rate")
+        .map_or("?", |v| v.trim());
     for e in events {
+        let rate = if e.throttled > 0 {
+            format!(" (perf_event_max_sample_rate={max_rate})")
+        } else {
+            String::new()
+        };
         warn(format_args!(
-            "{}: {} samples, {} lost, {} throttled",
+            "{}: {} samples, {} lost, {} throttled{rate}",
             e.name, e.samples, e.lost, e.throttled
         ));
+        if let Some(why) = no_samples_reason(e) {
+            warn(format_args!(
+                "warning: event `{}` produced no samples ({why})",
+                e.name
+            ));
+        }
         if e.lost > 0 {
             warn(format_args!(
                 "LOST {} samples of {}: the ring buffer overflowed (raise --mmap-pages, lower -F or drop -g)",
@@ -193,7 +222,7 @@ fn report(events: &[EventRecord], command: Option<&Command>) {
         }
         if e.throttled > 0 {
             warn(format_args!(
-                "{} was throttled {} times by the kernel (kernel.perf_event_max_sample_rate)",
+                "{} was throttled {} times by the kernel (kernel.perf_event_max_sample_rate={max_rate}): lower -F or raise /proc/sys/kernel/perf_event_max_sample_rate",
                 e.name, e.throttled
             ));
         }
@@ -205,5 +234,64 @@ fn report(events: &[EventRecord], command: Option<&Command>) {
             (_, Some(sig)) => warn(format_args!("command killed by signal {sig}")),
             _ => {}
         }
+    }
+}
+
+/// Why an event produced no sample, from its counter total; `None` when it has samples.
+fn no_samples_reason(e: &EventRecord) -> Option<String> {
+    if e.samples > 0 {
+        return None;
+    }
+    Some(match (e.count, e.sample_period) {
+        // A software event at 0 is a fact about the workload, a hardware one usually about
+        // the event number (on the Arm board raw r03/r04 open fine and never count).
+        (Some(0), _) if e.attr_type == crate::sys::PERF_TYPE_SOFTWARE => {
+            "counter read 0: nothing of its kind happened while sampling".into()
+        }
+        (Some(0), _) => "counter read 0: the PMU accepted it but it counted nothing; check the event number for this CPU".into(),
+        (Some(n), Some(p)) if n < p => format!("counted {n}, below its period {p}"),
+        (Some(n), _) => format!("counted {n}, but the kernel raised no sample"),
+        (None, _) => "its counter could not be read".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(samples: u64, count: Option<u64>, period: Option<u64>) -> EventRecord {
+        EventRecord {
+            requested: Some("r03".into()),
+            name: "r03".into(),
+            attr_type: 4,
+            attr_config: 3,
+            sample_period: period,
+            sample_freq: period.is_none().then_some(4000),
+            fallback_from: None,
+            fallback_reason: None,
+            ids: vec![1],
+            samples,
+            lost: 0,
+            throttled: 0,
+            count,
+            no_samples: samples == 0,
+        }
+    }
+
+    /// An event without samples is explained by its counter: zero, below the period, or
+    /// unread; one with samples needs no explanation.
+    #[test]
+    fn no_samples_reason_event_counter_explains() {
+        let r = no_samples_reason(&event(0, Some(0), None)).unwrap();
+        assert!(r.starts_with("counter read 0: the PMU accepted it"), "{r}");
+        assert_eq!(
+            no_samples_reason(&event(0, Some(40), Some(100))).unwrap(),
+            "counted 40, below its period 100"
+        );
+        assert_eq!(
+            no_samples_reason(&event(0, None, None)).unwrap(),
+            "its counter could not be read"
+        );
+        assert_eq!(no_samples_reason(&event(5, Some(0), None)), None);
     }
 }

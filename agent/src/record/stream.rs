@@ -95,6 +95,15 @@ impl Rings {
         }
     }
 
+    /// `(id, counter value)` of every event fd, for the counter totals at the end; fds
+    /// whose read fails are left out (their event's total is then unknown or partial).
+    pub(super) fn counter_values(&self) -> Vec<(u64, u64)> {
+        self.all_fds()
+            .filter_map(|fd| sys::read_count(fd).ok())
+            .map(|(value, id)| (id, value))
+            .collect()
+    }
+
     /// Hands every complete record of every ring to the sink, then closes the round.
     pub(super) fn drain(&mut self, sink: &mut Sink) -> io::Result<()> {
         let mut any = 0;

@@ -148,6 +148,14 @@ pub struct EventRecord {
     pub lost: u64,
     /// PERF_RECORD_THROTTLE records for this event.
     pub throttled: u64,
+    /// The event's counter total read at the end of the capture (all its fds summed):
+    /// tells an event that counted nothing from one that counted below its period.
+    /// `None` from agents before it was recorded or when the read failed.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// The event produced no sample: the capture says nothing about it.
+    #[serde(default)]
+    pub no_samples: bool,
 }
 
 /// The workload command and how it ended.
@@ -280,6 +288,24 @@ mod tests {
             Manifest::from_json(b"{"),
             Err(ManifestError::Json(_))
         ));
+    }
+
+    /// An event entry written before `count` and `no_samples` existed still reads, as
+    /// unknown count and not flagged; new entries round-trip.
+    #[test]
+    fn parse_event_record_without_count_defaults() {
+        let old = r#"{"requested":null,"name":"cycles","attr_type":0,"attr_config":0,
+            "sample_freq":4000,"ids":[7],"samples":12,"lost":0,"throttled":3}"#;
+        let e: EventRecord = serde_json::from_str(old).unwrap();
+        assert_eq!((e.count, e.no_samples, e.throttled), (None, false, 3));
+        let new = EventRecord {
+            count: Some(0),
+            no_samples: true,
+            ..e
+        };
+        let back: EventRecord =
+            serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert_eq!(back, new);
     }
 
     /// Hex addresses round-trip, with or without prefix, and garbage is rejected.

@@ -257,11 +257,13 @@ mod tests {
                 frames: frames.clone(),
                 thread: 0,
                 counts: vec![3, 0],
+                periods: vec![3, 0],
             },
             Stack {
                 frames,
                 thread: 1,
                 counts: vec![4, 0],
+                periods: vec![4, 0],
             },
         ];
         profile.functions[fixture::COMPUTE].name = Some("odd;name\nx".to_owned());

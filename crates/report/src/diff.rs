@@ -298,6 +298,7 @@ mod tests {
             frames,
             thread: 0,
             counts: vec![15, 0],
+            periods: vec![15, 0],
         });
         p
     }

@@ -71,7 +71,7 @@ fn base(p: &Profile) -> serde_json::Map<String, Value> {
         p.events
             .iter()
             .zip(&totals)
-            .map(|(e, t)| json!({"name": e.name, "samples": t, "total_samples": e.total_samples, "total_period": e.total_period}))
+            .map(|(e, t)| json!({"name": e.name, "samples": t, "total_samples": e.total_samples, "total_period": e.total_period, "period_known": e.period_known}))
             .collect(),
     );
     let t0 = totals.first().copied().unwrap_or(0);
@@ -114,6 +114,14 @@ pub fn write_functions(
     let all = Filter::default();
     let totals = views::totals(p, &all);
     let t0 = totals.first().copied().unwrap_or(0);
+    let ratio_unknown = ratio.and_then(|(a, b)| views::ratio_unknown(p, a, b));
+    // Event counts per event, `null` where the samples' periods are unknown.
+    let periods = |row: &[u64]| -> Vec<Option<u64>> {
+        row.iter()
+            .zip(&p.events)
+            .map(|(n, e)| e.period_known.then_some(*n))
+            .collect()
+    };
     let funcs: Vec<Value> = views::functions(p, &all)
         .iter()
         .map(|r| {
@@ -132,18 +140,38 @@ pub fn write_functions(
                 "hot_line": r.hot_line.as_ref().map(|h| json!({"file": h.file, "line": h.line, "samples": h.samples})),
                 "address": format!("{:#x}", f.start),
                 "counts": r.samples,
+                "periods": periods(&r.periods),
             });
             if let Some((a, b)) = ratio {
-                v["ratio"] = json!(views::ratio(r.samples[a], r.samples[b]));
+                v["ratio"] = match ratio_unknown {
+                    Some(_) => Value::Null,
+                    None => json!(views::ratio(r.periods[a], r.periods[b])),
+                };
             }
             v
         })
         .collect();
     if let Some((a, b)) = ratio {
+        let (na, nb) = (&p.events[a].name, &p.events[b].name);
+        m.insert("ratio".into(), json!(format!("{na}/{nb}")));
         m.insert(
-            "ratio".into(),
-            json!(format!("{}/{}", p.events[a].name, p.events[b].name)),
+            "ratio_of".into(),
+            json!("event counts, sample-weighted (summed sample periods)"),
         );
+        let (ta, tb) = (
+            views::count_total(p, &all, a),
+            views::count_total(p, &all, b),
+        );
+        m.insert(
+            "ratio_total".into(),
+            match &ratio_unknown {
+                Some(_) => Value::Null,
+                None => json!(views::ratio(ta, tb)),
+            },
+        );
+        if let Some(why) = ratio_unknown {
+            m.insert("ratio_unknown".into(), json!(why));
+        }
     }
     m.insert("functions".into(), Value::Array(funcs));
     finish(m, out)
@@ -224,4 +252,47 @@ pub fn write_annotation(
         );
     }
     finish(m, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture;
+
+    fn functions(p: &Profile) -> Value {
+        let mut out = Vec::new();
+        write_functions(p, Some((0, 1)), &mut out).unwrap();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    /// The JSON carries the count ratio per function and in total, and each function's
+    /// summed periods next to its sample counts.
+    #[test]
+    fn write_functions_json_ratio_and_periods() {
+        let v = functions(&fixture::profile());
+        assert_eq!(v["ratio"], "cpu-clock/page-faults");
+        assert_eq!(v["ratio_total"], 1e7);
+        let compute = v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["symbol"] == "compute")
+            .unwrap();
+        assert_eq!(compute["counts"], json!([70, 7]));
+        assert_eq!(compute["periods"], json!([70_000_000u64, 7]));
+        assert_eq!(compute["ratio"], 1e7);
+        assert!(v.get("ratio_unknown").is_none());
+    }
+
+    /// Unknown periods give `null` ratios and periods, and the reason.
+    #[test]
+    fn write_functions_json_ratio_unknown_null() {
+        let mut p = fixture::profile();
+        p.events[0].period_known = false;
+        let v = functions(&p);
+        assert_eq!(v["ratio_total"], Value::Null);
+        assert_eq!(v["functions"][0]["ratio"], Value::Null);
+        assert_eq!(v["functions"][0]["periods"][0], Value::Null);
+        assert!(v["ratio_unknown"].as_str().unwrap().contains("cpu-clock"));
+    }
 }

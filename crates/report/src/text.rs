@@ -63,6 +63,18 @@ pub fn write_functions(
     if p.meta.lost_samples > 0 {
         writeln!(out, "Lost:    {} samples", p.meta.lost_samples)?;
     }
+    // Said once, above the tables: the column is a ratio of counts, or why it cannot be.
+    let ratio_unknown = ratio.and_then(|(a, b)| views::ratio_unknown(p, a, b));
+    if let Some((a, b)) = ratio {
+        let (na, nb) = (&p.events[a].name, &p.events[b].name);
+        match &ratio_unknown {
+            Some(why) => writeln!(out, "Ratio:   {na}/{nb} {why}")?,
+            None => writeln!(
+                out,
+                "Ratio:   {na}/{nb} of event counts, sample-weighted (each sample weighs its period)"
+            )?,
+        }
+    }
     writeln!(out)?;
     let head = |out: &mut dyn Write| -> std::io::Result<()> {
         for e in &p.events {
@@ -82,12 +94,13 @@ pub fn write_functions(
         }
         Ok(())
     };
-    let cols = |out: &mut dyn Write, counts: &[u64]| -> std::io::Result<()> {
+    let cols = |out: &mut dyn Write, counts: &[u64], periods: &[u64]| -> std::io::Result<()> {
         for (c, t) in counts.iter().zip(&totals) {
             write!(out, "{c:>12} {:>6.2}%      ", pct(*c, *t))?;
         }
         if let Some((a, b)) = ratio {
-            match views::ratio(counts[a], counts[b]) {
+            match views::ratio(periods[a], periods[b]) {
+                _ if ratio_unknown.is_some() => write!(out, "{:>10} ", "unknown")?,
                 Some(r) => write!(out, "{r:>10.4} ")?,
                 None => write!(out, "{:>10} ", "-")?,
             }
@@ -99,7 +112,7 @@ pub fn write_functions(
     writeln!(out, "image                symbols")?;
     for row in views::images(p, filter) {
         let img = &p.images[row.image];
-        cols(out, &row.samples)?;
+        cols(out, &row.samples, &row.periods)?;
         writeln!(out, "{:<20} {}", img.name, symbol_status(&img.symbols))?;
     }
     writeln!(out)?;
@@ -113,7 +126,7 @@ pub fn write_functions(
     let n = rows.len();
     for row in rows.iter().take(limit) {
         let f = &p.functions[row.function];
-        cols(out, &row.samples)?;
+        cols(out, &row.samples, &row.periods)?;
         let src = match (&f.file, f.line) {
             (Some(file), Some(line)) => format!("{}:{line}", p.source_path(file)),
             _ => String::new(),
@@ -266,4 +279,44 @@ pub fn write_annotation(
         writeln!(out, "{:>16x}:  {}", x.address, x.text)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture;
+
+    fn functions(p: &Profile) -> String {
+        let mut out = Vec::new();
+        write_functions(p, &Filter::default(), Some((0, 1)), 10, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// `--ratio` divides event counts: 70 cpu-clock samples of 1 ms over 7 page faults is
+    /// 10^7 (the sample ratio would be 10), and the header says it is a count ratio.
+    #[test]
+    fn write_functions_text_ratio_of_counts() {
+        let out = functions(&fixture::profile());
+        assert!(
+            out.contains("Ratio:   cpu-clock/page-faults of event counts, sample-weighted"),
+            "{out}"
+        );
+        let compute = out.lines().find(|l| l.contains(" compute ")).expect(&out);
+        assert!(compute.contains("10000000.0000"), "{compute}");
+    }
+
+    /// An event without known periods makes the column `unknown`, explained once.
+    #[test]
+    fn write_functions_text_ratio_unknown_explained() {
+        let mut p = fixture::profile();
+        p.events[1].period_known = false;
+        let out = functions(&p);
+        assert_eq!(
+            out.matches("ratio unknown: the samples of page-faults")
+                .count(),
+            1
+        );
+        let compute = out.lines().find(|l| l.contains(" compute ")).expect(&out);
+        assert!(compute.contains("unknown"), "{compute}");
+    }
 }

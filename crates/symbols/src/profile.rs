@@ -70,8 +70,14 @@ pub struct Event {
     pub name: String,
     /// Samples of this event in the capture, including ones not in a selected view.
     pub total_samples: u64,
-    /// Sum of the sample periods of this event.
+    /// Sum of the sample periods of this event: the events it counted, when
+    /// [`Event::period_known`].
     pub total_period: u64,
+    /// Whether each sample's period (how many events it stands for) is known: the samples
+    /// carry PERF_SAMPLE_PERIOD, or the event was sampled at a fixed period. Without it
+    /// (frequency mode without PERIOD) the kernel varied the period unseen, and counts
+    /// derived from samples, such as `--ratio`, are unknown.
+    pub period_known: bool,
 }
 
 /// How an image's symbols were found.
@@ -169,6 +175,10 @@ pub struct Stack {
     pub thread: usize,
     /// Samples per event, parallel to [`Profile::events`].
     pub counts: Vec<u64>,
+    /// Summed sample periods per event (the events these samples stand for), parallel to
+    /// `counts`: in frequency mode the kernel varies the period from sample to sample, so
+    /// two events' sample counts do not compare, their periods do.
+    pub periods: Vec<u64>,
 }
 
 #[cfg(test)]

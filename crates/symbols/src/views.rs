@@ -84,6 +84,8 @@ pub struct FunctionRow {
     pub function: usize,
     /// Self samples per event, parallel to [`Profile::events`].
     pub samples: Vec<u64>,
+    /// Self event counts (summed sample periods) per event, parallel to `samples`.
+    pub periods: Vec<u64>,
     /// The source line of this function with most samples of the first event.
     pub hot_line: Option<HotLine>,
 }
@@ -107,7 +109,7 @@ pub fn functions(p: &Profile, f: &Filter) -> Vec<FunctionRow> {
 /// [`functions`], sorted by the samples of event `sort_event`.
 pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionRow> {
     let nev = p.events.len();
-    let mut rows: HashMap<usize, (Vec<u64>, LineCounts)> = HashMap::new();
+    let mut rows: HashMap<usize, (Vec<u64>, Vec<u64>, LineCounts)> = HashMap::new();
     for s in &p.stacks {
         if !f.keeps(p, s) {
             continue;
@@ -116,18 +118,17 @@ pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionR
         let frame = &p.frames[fr];
         let e = rows
             .entry(frame.function)
-            .or_insert_with(|| (vec![0; nev], HashMap::new()));
-        for (a, b) in e.0.iter_mut().zip(&s.counts) {
-            *a += b;
-        }
+            .or_insert_with(|| (vec![0; nev], vec![0; nev], HashMap::new()));
+        add(&mut e.0, &s.counts);
+        add(&mut e.1, &s.periods);
         if let (Some(file), Some(line)) = (&frame.file, frame.line) {
-            *e.1.entry((file.clone(), line)).or_default() +=
+            *e.2.entry((file.clone(), line)).or_default() +=
                 s.counts.get(sort_event).copied().unwrap_or(0);
         }
     }
     let mut out: Vec<FunctionRow> = rows
         .into_iter()
-        .map(|(function, (samples, lines))| {
+        .map(|(function, (samples, periods, lines))| {
             let hot_line = lines
                 .into_iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
@@ -139,6 +140,7 @@ pub fn functions_by(p: &Profile, f: &Filter, sort_event: usize) -> Vec<FunctionR
             FunctionRow {
                 function,
                 samples,
+                periods,
                 hot_line,
             }
         })
@@ -166,29 +168,43 @@ pub struct ImageRow {
     pub image: usize,
     /// Self samples per event.
     pub samples: Vec<u64>,
+    /// Self event counts (summed sample periods) per event.
+    pub periods: Vec<u64>,
 }
 
 /// Self samples per image, most first.
 pub fn images(p: &Profile, f: &Filter) -> Vec<ImageRow> {
     let nev = p.events.len();
-    let mut per: HashMap<usize, Vec<u64>> = HashMap::new();
+    let mut per: HashMap<usize, (Vec<u64>, Vec<u64>)> = HashMap::new();
     for s in &p.stacks {
         if !f.keeps(p, s) {
             continue;
         }
         let Some(fr) = self_frame(p, s) else { continue };
         let img = p.functions[p.frames[fr].function].image;
-        let e = per.entry(img).or_insert_with(|| vec![0; nev]);
-        for (a, b) in e.iter_mut().zip(&s.counts) {
-            *a += b;
-        }
+        let e = per
+            .entry(img)
+            .or_insert_with(|| (vec![0; nev], vec![0; nev]));
+        add(&mut e.0, &s.counts);
+        add(&mut e.1, &s.periods);
     }
     let mut out: Vec<ImageRow> = per
         .into_iter()
-        .map(|(image, samples)| ImageRow { image, samples })
+        .map(|(image, (samples, periods))| ImageRow {
+            image,
+            samples,
+            periods,
+        })
         .collect();
     out.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.image.cmp(&b.image)));
     out
+}
+
+/// Adds `b` to `a` element-wise (counts and periods of one more stack).
+fn add(a: &mut [u64], b: &[u64]) {
+    for (a, b) in a.iter_mut().zip(b) {
+        *a = a.saturating_add(*b);
+    }
 }
 
 /// Total samples per event that a filter keeps.
@@ -200,6 +216,15 @@ pub fn totals(p: &Profile, f: &Filter) -> Vec<u64> {
         }
     }
     t
+}
+
+/// The count (summed sample periods) of event `event` over the stacks a filter keeps.
+pub fn count_total(p: &Profile, f: &Filter, event: usize) -> u64 {
+    p.stacks
+        .iter()
+        .filter(|s| f.keeps(p, s))
+        .map(|s| s.periods.get(event).copied().unwrap_or(0))
+        .fold(0, u64::saturating_add)
 }
 
 /// Functions whose name is `name`, or `image:name` to pick one image.
@@ -350,9 +375,27 @@ fn sort_tree(n: &mut CallNode) {
     }
 }
 
-/// `A/B` of two events' samples, for `--ratio`.
+/// `A/B` for `--ratio`, given the two events' counts: their summed sample periods
+/// ([`FunctionRow::periods`]), not their samples, which compare only when both events were
+/// sampled at one fixed period. `None` when B counted nothing.
 pub fn ratio(a: u64, b: u64) -> Option<f64> {
     (b != 0).then(|| a as f64 / b as f64)
+}
+
+/// Why the counts of events `a` and `b` cannot be compared, when they cannot: an event
+/// sampled by frequency without PERF_SAMPLE_PERIOD stands for an unknown count per sample.
+pub fn ratio_unknown(p: &Profile, a: usize, b: usize) -> Option<String> {
+    let unknown: Vec<&str> = [a, b]
+        .iter()
+        .filter(|e| !p.events[**e].period_known)
+        .map(|e| p.events[*e].name.as_str())
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        format!(
+            "ratio unknown: the samples of {} carry no period (PERF_SAMPLE_PERIOD) and were taken by frequency, so the events they stand for are unknown",
+            unknown.join(" and ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -393,6 +436,7 @@ mod tests {
                 name: "cpu-clock".into(),
                 total_samples: 5,
                 total_period: 5,
+                period_known: true,
             }],
             images: vec![image],
             functions: vec![func("hot"), func("caller")],
@@ -408,11 +452,13 @@ mod tests {
                     frames: vec![0, 1],
                     thread: 0,
                     counts: vec![3],
+                    periods: vec![3],
                 },
                 Stack {
                     frames: vec![0, 2],
                     thread: 0,
                     counts: vec![2],
+                    periods: vec![2],
                 },
             ],
             warnings: Vec::new(),

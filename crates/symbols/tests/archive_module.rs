@@ -117,6 +117,8 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
             samples: samples.len() as u64,
             lost: 0,
             throttled: 0,
+            count: None,
+            no_samples: false,
         }],
         command: None,
         target_pid: None,

@@ -43,7 +43,8 @@ pub struct ReportArgs {
     /// Only these events (comma-separated or repeated), in this column order.
     #[arg(long, value_name = "E", value_delimiter = ',')]
     pub event: Vec<String>,
-    /// Add a column A/B of two events' samples, e.g. L1-dcache-load-misses/L1-dcache-loads.
+    /// Add a column A/B of two events' counts (each sample weighs its period), e.g.
+    /// L1-dcache-load-misses/L1-dcache-loads.
     #[arg(long, value_name = "A/B")]
     pub ratio: Option<String>,
     /// Only samples in the kernel and modules.
@@ -134,10 +135,25 @@ fn select_events(p: &Profile, names: &[String]) -> anyhow::Result<Vec<usize>> {
     names.iter().map(|n| event_index(p, n)).collect()
 }
 
+/// The event named `name`: its full name, or the name without perf's `/terms/` or
+/// `:modifiers` (`cpu-clock` for `cpu-clock/period=100000/`) when only one event has it.
 fn event_index(p: &Profile, name: &str) -> anyhow::Result<usize> {
+    let base = |n: &str| n.split(['/', ':']).next().unwrap_or(n).to_string();
+    let by_base = || {
+        let mut found = p
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| base(&e.name) == name);
+        match (found.next(), found.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    };
     p.events
         .iter()
         .position(|e| e.name == name)
+        .or_else(by_base)
         .with_context(|| {
             format!(
                 "event {name:?} is not in the capture; it has: {}",
@@ -150,11 +166,32 @@ fn event_index(p: &Profile, name: &str) -> anyhow::Result<usize> {
         })
 }
 
+/// The two events of `--ratio A/B`. Event names may hold `/` themselves (perf's
+/// `cpu-clock/period=100000/`): the first split where both sides name an event wins.
+fn ratio_events(p: &Profile, r: &str) -> anyhow::Result<(usize, usize)> {
+    let splits: Vec<(&str, &str)> = r
+        .match_indices('/')
+        .map(|(i, _)| (&r[..i], &r[i + 1..]))
+        .collect();
+    if splits.is_empty() {
+        anyhow::bail!("--ratio {r:?}: expected A/B");
+    }
+    for (a, b) in &splits {
+        if let (Ok(a), Ok(b)) = (event_index(p, a), event_index(p, b)) {
+            return Ok((a, b));
+        }
+    }
+    // No split names two events: the error of the plainest one says which is missing.
+    let (a, b) = splits[0];
+    Ok((event_index(p, a)?, event_index(p, b)?))
+}
+
 /// The profile with only the given events, in that order (stacks without samples dropped).
 fn project(mut p: Profile, events: &[usize]) -> Profile {
     p.events = events.iter().map(|e| p.events[*e].clone()).collect();
     for s in &mut p.stacks {
         s.counts = events.iter().map(|e| s.counts[*e]).collect();
+        s.periods = events.iter().map(|e| s.periods[*e]).collect();
     }
     p.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
     p
@@ -195,10 +232,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let events = select_events(&l.profile, &args.event)?;
     let ratio = match &args.ratio {
         Some(r) => {
-            let (a, b) = r
-                .split_once('/')
-                .with_context(|| format!("--ratio {r:?}: expected A/B"))?;
-            let (a, b) = (event_index(&l.profile, a)?, event_index(&l.profile, b)?);
+            let (a, b) = ratio_events(&l.profile, r)?;
             let pa = events.iter().position(|e| *e == a);
             let pb = events.iter().position(|e| *e == b);
             match (pa, pb) {

@@ -17,5 +17,6 @@ mod render_support;
 mod render_svg;
 mod report_common;
 mod report_errors;
+mod report_events;
 mod report_perf;
 mod report_perf_formats;

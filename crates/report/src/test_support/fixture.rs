@@ -171,10 +171,12 @@ pub fn profile() -> Profile {
     let drv_write = frame(DRV_WRITE, 0x140, None, false);
     let drv_sum = frame(DRV_CHECKSUM, 0x220, None, false);
 
+    // cpu-clock samples stand for 1 ms each, page-faults for one fault.
     let stack = |frames: Vec<usize>, counts: [u64; 2]| Stack {
         frames,
         thread: 0,
         counts: counts.to_vec(),
+        periods: vec![counts[0] * 1_000_000, counts[1]],
     };
     let stacks = vec![
         stack(vec![hot, compute_hot, main_compute, start], [60, 6]),
@@ -193,11 +195,13 @@ pub fn profile() -> Profile {
                 name: "cpu-clock".to_owned(),
                 total_samples: 100,
                 total_period: 100_000_000,
+                period_known: true,
             },
             Event {
                 name: "page-faults".to_owned(),
                 total_samples: 10,
                 total_period: 10,
+                period_known: true,
             },
         ],
         images,

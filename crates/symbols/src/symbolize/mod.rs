@@ -196,6 +196,11 @@ struct State<'a> {
     /// User images whose file has symbols but no DWARF lines, and ones without symbols.
     no_lines: Vec<String>,
     stripped: Vec<String>,
+    /// Per event: the period a sample stands for when samples carry no PERF_SAMPLE_PERIOD
+    /// (a fixed `sample_period`); `None` in frequency mode, where it is unknown.
+    fixed_periods: Vec<Option<u64>>,
+    /// PERF_RECORD_THROTTLE records per event, for a perf.data without a manifest.
+    throttles: Vec<u64>,
 }
 
 impl<'a> State<'a> {
@@ -282,6 +287,8 @@ impl<'a> State<'a> {
             unknown_image: None,
             no_lines: Vec::new(),
             stripped: Vec::new(),
+            fixed_periods: Vec::new(),
+            throttles: Vec::new(),
         }
     }
 }

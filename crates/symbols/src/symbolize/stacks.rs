@@ -58,6 +58,7 @@ impl State<'_> {
             frames: frames.to_vec(),
             thread,
             counts: vec![0; nev],
+            periods: vec![0; nev],
         });
         let i = self.profile.stacks.len() - 1;
         self.stack_chain.push(head);
