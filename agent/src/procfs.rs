@@ -200,6 +200,41 @@ pub fn modules_with_details(proc_modules: &str, sys_module: &Path) -> Vec<Module
 }
 
 /// `uname(2)`.
+/// Module name → file under `dir` (`/lib/modules/<release>`), as perf names module maps: the
+/// name is the file's with `-` as `_`, `.ko` and any compression suffix removed. Symbolic links
+/// (`build`, `source`) are not followed; an unreadable directory gives what was found so far.
+pub fn module_files(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let path = e.path();
+            if kind.is_dir() {
+                todo.push(path);
+            } else if kind.is_file() {
+                let file = e.file_name().to_string_lossy().into_owned();
+                if let Some(name) = module_name_of_file(&file) {
+                    out.entry(name)
+                        .or_insert_with(|| path.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `mychardrv.ko` and `snd-hda.ko.xz` → `mychardrv`, `snd_hda`; `None` for other files.
+fn module_name_of_file(file: &str) -> Option<String> {
+    let stem = [".ko", ".ko.xz", ".ko.gz", ".ko.zst"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))?;
+    (!stem.is_empty()).then(|| stem.replace('-', "_"))
+}
+
 pub fn uname() -> Uname {
     // SAFETY: utsname is plain old data; zeroed is a valid value for uname to fill in.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -261,6 +296,23 @@ pub fn sysctls() -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Module files are found in subdirectories, compressed or not, `-` named as `_`.
+    #[test]
+    fn module_files_lib_modules_tree_names_as_perf() {
+        let d = std::env::temp_dir().join(format!("kprof-modfiles-{}", std::process::id()));
+        fs::create_dir_all(d.join("kernel/sound")).unwrap();
+        fs::create_dir_all(d.join("extra")).unwrap();
+        fs::write(d.join("extra/mychardrv.ko"), b"").unwrap();
+        fs::write(d.join("kernel/sound/snd-hda.ko.xz"), b"").unwrap();
+        fs::write(d.join("modules.dep"), b"").unwrap();
+        let m = module_files(&d);
+        fs::remove_dir_all(&d).unwrap();
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(m["mychardrv"].ends_with("extra/mychardrv.ko"));
+        assert!(m["snd_hda"].ends_with("kernel/sound/snd-hda.ko.xz"));
+    }
+
     use super::*;
 
     /// Real `/proc/modules` lines (with and without taint flags, unloading state) parse.

@@ -1,6 +1,7 @@
 //! The kernel's state at the start of a capture: `/proc/kallsyms` and `/proc/modules` copied
 //! into the work dir, module details from `/sys/module`, `uname` and the kernel's build-id.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
@@ -22,6 +23,8 @@ pub(super) struct KernelState {
     /// `/proc/modules` as read.
     pub(super) proc_modules: String,
     pub(super) modules: Vec<Module>,
+    /// Module name → its file under `/lib/modules/<release>`, for the names of module maps.
+    module_files: BTreeMap<String, String>,
     pub(super) uname: Uname,
     pub(super) kernel: Kernel,
 }
@@ -45,6 +48,7 @@ pub(super) fn snapshot(work: &WorkDir, notices: &mut Vec<String>) -> Result<Kern
     .map_err(|e| Error::io("cannot write the modules snapshot", e))?;
     let modules = procfs::modules_with_details(&proc_modules, Path::new(SYS_MODULE));
     let uname = procfs::uname();
+    let module_files = procfs::module_files(&Path::new("/lib/modules").join(&uname.release));
     let kernel = Kernel {
         text_addr: text.map(manifest::hex_addr),
         ..procfs::kernel("", &uname.release)
@@ -54,9 +58,22 @@ pub(super) fn snapshot(work: &WorkDir, notices: &mut Vec<String>) -> Result<Kern
         etext,
         proc_modules,
         modules,
+        module_files,
         uname,
         kernel,
     })
+}
+
+impl KernelState {
+    /// The file name of module `name`'s map and build-id entry: its path under /lib/modules,
+    /// as `perf record` writes it (Linux perf looks a module up by that path, in the build-id
+    /// cache or under `--symfs`; it cannot find one named `[name]`), else `[name]`.
+    pub(super) fn module_filename(&self, name: &str) -> String {
+        self.module_files
+            .get(&name.replace('-', "_"))
+            .cloned()
+            .unwrap_or_else(|| format!("[{name}]"))
+    }
 }
 
 /// Copies /proc/kallsyms into the capture, keeping the symbols the kernel map needs.

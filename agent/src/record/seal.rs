@@ -135,7 +135,7 @@ fn build_ids(k: &KernelState, files: &BTreeSet<Vec<u8>>) -> Vec<BuildIdEntry> {
                 misc: writer::MISC_KERNEL,
                 pid: writer::HOST_PID,
                 build_id: bid,
-                filename: format!("[{}]", m.name),
+                filename: k.module_filename(&m.name),
             });
         }
     }

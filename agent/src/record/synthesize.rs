@@ -26,7 +26,7 @@ pub(super) fn initial_state(sink: &mut Sink, k: &KernelState, only: Option<i32>)
                 m.base,
                 m.size,
                 0,
-                &format!("[{}]", m.name),
+                &k.module_filename(&m.name),
             ))?;
         }
     }
