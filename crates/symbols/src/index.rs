@@ -159,7 +159,9 @@ impl BuildIdIndex {
         self.files.is_empty()
     }
 
-    /// Files with this build-id, the ones with DWARF first.
+    /// Files with this build-id, the ones with DWARF first, then with `.symtab`; among equals
+    /// a file before a symbolic link to it (busybox, not one of its applet links), then the
+    /// shortest path.
     pub fn by_build_id(&self, id: &str) -> Vec<(&Path, &Entry)> {
         let mut v: Vec<(&Path, &Entry)> = self
             .by_id
@@ -168,7 +170,10 @@ impl BuildIdIndex {
             .flatten()
             .filter_map(|p| Some((p.as_path(), self.files.get(p)?)))
             .collect();
-        v.sort_by_key(|(p, e)| (!e.debug_info, !e.symtab, p.as_os_str().len()));
+        v.sort_by_cached_key(|(p, e)| {
+            let link = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+            (!e.debug_info, !e.symtab, link, p.as_os_str().len())
+        });
         v
     }
 

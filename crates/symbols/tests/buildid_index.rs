@@ -30,3 +30,23 @@ fn update_index_second_run_reads_only_changed_files() {
     assert_eq!(third.files_read, 1);
     assert_eq!(third.by_name("true").len(), 1);
 }
+
+/// A file comes before the shorter-named symbolic links to it (busybox and its applets in a
+/// Buildroot `target/`), so the image is named after the file.
+#[test]
+fn by_build_id_index_applet_links_file_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("target/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/true", bin.join("busybox")).unwrap();
+    for applet in ["cp", "ls", "sh"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    let idx = BuildIdIndex::update(&[tmp.path().join("target")], None, &mut |_| {}).unwrap();
+    let id = kprof_symbols::elf::read_build_id(&std::fs::read("/bin/true").unwrap())
+        .unwrap()
+        .unwrap();
+    let found = idx.by_build_id(&id);
+    assert_eq!(found.len(), 4);
+    assert_eq!(found[0].0, bin.join("busybox"));
+}

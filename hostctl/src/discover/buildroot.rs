@@ -5,7 +5,11 @@
 //! - `build/linux-<version>/vmlinux` and the in-tree modules of its `modules.order`;
 //! - `build/<package>-<version>/**/*.ko`: out-of-tree modules (kernel-module packages),
 //!   unstripped, as kbuild left them;
-//! - `build/kprof-<version>/target/<triple>/release/kprof-agent`, the unstripped agent.
+//! - `build/kprof-<version>/target/<triple>/release/kprof-agent`, the unstripped agent;
+//! - `staging/` (the sysroot: libraries unstripped) and `target/` (the image's files as the
+//!   board has them, stripped but with the same build-ids) for user-space ELFs. The build-id
+//!   index prefers a file with DWARF, then one with `.symtab`, so the stripped modules under
+//!   `target/lib/modules` never win over the unstripped ones of `build/`.
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +69,12 @@ pub fn symbol_paths(output: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
             path: output.to_path_buf(),
             why: "no images/kprof-symbols, no built kernel and no kernel module under build/ (run make first)".into(),
         });
+    }
+    for user in ["staging", "target"] {
+        let dir = output.join(user);
+        if dir.is_dir() {
+            out.push(dir);
+        }
     }
     Ok(out)
 }

@@ -250,7 +250,8 @@ fn buildroot_output(root: &Path) {
     );
 }
 
-/// An output directory yields the export, vmlinux, in-tree and package modules, the agent.
+/// An output directory yields the export, vmlinux, in-tree and package modules, the agent,
+/// and the image's files (target/) for user-space ELFs.
 #[test]
 fn discover_buildroot_output_lists_symbols() {
     let dir = tempfile::tempdir().unwrap();
@@ -264,6 +265,7 @@ fn discover_buildroot_output_lists_symbols() {
             "build/linux-6.18.7/vmlinux",
             "build/mychardrv-1.0/mychardrv.ko",
             "images/kprof-symbols",
+            "target",
         ]
     );
 }
