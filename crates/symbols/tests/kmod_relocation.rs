@@ -8,7 +8,7 @@ use object::{Object, ObjectSection, ObjectSymbol};
 use std::path::Path;
 
 /// Checks every function of the text sections at several offsets against binutils.
-fn check_module(ko: &Path) -> usize {
+fn check_module(ko: &Path, addr2line: &str) -> usize {
     let place = common::placement(ko);
     let file = SymbolFile::open(ko, None, Some(&place)).expect("loading the module");
     assert!(file.relocatable && file.has_lines && file.has_symbols);
@@ -25,7 +25,7 @@ fn check_module(ko: &Path) -> usize {
         let base = place[sec_name];
         for off in [0, sym.size() / 3, sym.size() / 2, sym.size() - 1] {
             let sec_off = sym.address() + off;
-            let expected = common::binutils_frames(ko, sec_name, sec_off);
+            let expected = common::binutils_frames_with(addr2line, ko, sec_name, sec_off);
             let got = file.frames(base + sec_off);
             assert_eq!(
                 got.len(),
@@ -75,7 +75,7 @@ fn check_module(ko: &Path) -> usize {
 fn resolve_ko_placed_sections_match_binutils() {
     let tmp = tempfile::tempdir().unwrap();
     let ko = common::build_module(tmp.path());
-    let n = check_module(&ko);
+    let n = check_module(&ko, "addr2line");
     assert!(n >= 16, "only {n} addresses checked");
 }
 
@@ -100,7 +100,7 @@ fn resolve_ko_nonzero_sh_addr_ignored() {
     let data = std::fs::read(&shifted).unwrap();
     let obj = object::File::parse(&data[..]).unwrap();
     assert_eq!(obj.section_by_name(".text").unwrap().address(), 0x4000);
-    check_module(&shifted);
+    check_module(&shifted, "addr2line");
 }
 
 /// The hot loop of the module resolves to the marked source line, with the inlined helper.
@@ -133,4 +133,46 @@ fn resolve_ko_hot_line_and_inline_frame() {
         inlined,
         "no address with kprof_mix inlined into kprof_hot at line {hot}"
     );
+}
+
+/// An aarch64 relocatable object laid out like a module (`.text`, `.text.unlikely`,
+/// `.init.text`; its DWARF relocated by `R_AARCH64_ABS64`/`ABS32`, as the arm64 board's
+/// mychardrv.ko is) resolves to the answers of aarch64 binutils.
+#[test]
+fn resolve_aarch64_object_placed_sections_match_binutils() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reloc/reloc_test.c");
+    let obj = tmp.path().join("reloc_test.o");
+    let out = std::process::Command::new("aarch64-linux-gnu-gcc")
+        .args(["-O2", "-g", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu, ci/apt-packages.txt)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = std::fs::read(&obj).unwrap();
+    let parsed = object::File::parse(&data[..]).unwrap();
+    assert_eq!(parsed.architecture(), object::Architecture::Aarch64);
+    let debug_relocs: Vec<u32> = parsed
+        .sections()
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with(".debug_")))
+        .flat_map(|s| s.relocations().collect::<Vec<_>>())
+        .filter_map(|(_, r)| match r.flags() {
+            object::RelocationFlags::Elf { r_type } => Some(r_type),
+            _ => None,
+        })
+        .collect();
+    for t in [object::elf::R_AARCH64_ABS64, object::elf::R_AARCH64_ABS32] {
+        assert!(
+            debug_relocs.contains(&t),
+            "no relocation type {t} in the DWARF"
+        );
+    }
+    let n = check_module(&obj, "aarch64-linux-gnu-addr2line");
+    assert!(n >= 12, "only {n} addresses checked");
 }

@@ -55,13 +55,23 @@ pub fn build_module(work: &Path) -> PathBuf {
 
 /// `addr2line -f -i -j SECTION OFFSET` of binutils: `(function, file, line)` innermost first.
 pub fn binutils_frames(ko: &Path, section: &str, offset: u64) -> Vec<(String, String, u32)> {
-    let out = Command::new("addr2line")
+    binutils_frames_with("addr2line", ko, section, offset)
+}
+
+/// [`binutils_frames`] with another binutils' addr2line (`aarch64-linux-gnu-addr2line`).
+pub fn binutils_frames_with(
+    addr2line: &str,
+    ko: &Path,
+    section: &str,
+    offset: u64,
+) -> Vec<(String, String, u32)> {
+    let out = Command::new(addr2line)
         .arg("-e")
         .arg(ko)
         .args(["-f", "-i", "-j", section])
         .arg(format!("{offset:#x}"))
         .output()
-        .expect("running addr2line (binutils)");
+        .unwrap_or_else(|e| panic!("running {addr2line} (binutils): {e}"));
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
