@@ -5,7 +5,7 @@
 ################################################################################
 
 # A commit of the kprof repository; mychardrv.mk pins the same one.
-KPROF_VERSION = e84d6e32d1a5d105eebe5e8e7f5f5eba2cf27018
+KPROF_VERSION = 5e0855812833d5c8be53c510ccc24d98bfa1ccff
 KPROF_SITE = https://github.com/kprof/kprof.git
 KPROF_SITE_METHOD = git
 # The agent is a member of the workspace at the top of the repository: the

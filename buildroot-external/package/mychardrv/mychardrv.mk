@@ -5,7 +5,7 @@
 ################################################################################
 
 # The example module of the kprof repository, at the commit kprof.mk pins.
-MYCHARDRV_VERSION = e84d6e32d1a5d105eebe5e8e7f5f5eba2cf27018
+MYCHARDRV_VERSION = 5e0855812833d5c8be53c510ccc24d98bfa1ccff
 MYCHARDRV_SITE = https://github.com/kprof/kprof.git
 MYCHARDRV_SITE_METHOD = git
 MYCHARDRV_MODULE_SUBDIRS = examples/mychardrv
