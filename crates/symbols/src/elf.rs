@@ -8,6 +8,7 @@
 
 use crate::demangle::demangle;
 use crate::error::{Error, Result};
+use crate::unwind::Cfi;
 use kprof_capture::build_id::hex;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, RelocationTarget, SectionIndex};
 use std::borrow::Cow;
@@ -133,6 +134,9 @@ pub struct SymbolFile {
     /// The build trees its DWARF names source files in: each compilation unit's
     /// `DW_AT_comp_dir`, and the directory of a unit named outside it.
     pub source_roots: Vec<String>,
+    /// Its call frame information (`.eh_frame`, else `.debug_frame`, of the file or its split
+    /// debug file; a `.ko`'s relocated and placed), when it has any.
+    pub cfi: Option<Rc<Cfi>>,
     symbols: Vec<Sym>,
     anchors: HashMap<String, u64>,
     /// Every name of an address that has several (`init_module` and `mymod_init`).
@@ -270,7 +274,19 @@ impl SymbolFile {
         } else {
             None
         };
+        let cfi = cfi_of(&obj, &section_addr, relocatable)
+            .or_else(|| {
+                debug.and_then(|_| {
+                    cfi_of(
+                        dwarf_obj,
+                        &section_addresses(dwarf_obj, placement),
+                        relocatable,
+                    )
+                })
+            })
+            .map(Rc::new);
         Ok(Self {
+            cfi,
             path: path.to_path_buf(),
             debug_path: debug.map(Path::to_path_buf),
             build_id,
@@ -413,6 +429,30 @@ impl SymbolFile {
         }
         out
     }
+}
+
+/// The CFI of `obj`; a relocatable file's `.debug_frame` gets its relocations applied
+/// against the placed sections first.
+fn cfi_of(
+    obj: &object::File<'_>,
+    section_addr: &HashMap<SectionIndex, Option<u64>>,
+    relocatable: bool,
+) -> Option<Cfi> {
+    let debug_frame = if relocatable {
+        obj.section_by_name(".debug_frame").and_then(|sec| {
+            let data = sec.uncompressed_data().ok()?.into_owned();
+            relocate(obj, &sec, data, section_addr).ok()
+        })
+    } else {
+        None
+    };
+    let mut sections = crate::unwind::sections_of(obj, debug_frame);
+    if relocatable {
+        // An unrelocated `.eh_frame` would describe addresses near 0.
+        sections.eh_frame = None;
+        sections.eh_frame_hdr = None;
+    }
+    Cfi::new(sections)
 }
 
 fn is_alloc(sec: &object::Section<'_, '_>) -> bool {

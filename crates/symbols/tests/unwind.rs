@@ -1,0 +1,320 @@
+//! User stacks of a program built without frame pointers (`tests/data/unwind/unwind_demo.c`,
+//! gcc -O2 -g -fomit-frame-pointer), recorded by Debian's `perf record --call-graph dwarf`
+//! and `--call-graph fp`, unwound with the `.eh_frame` of the build-id matched files; and the
+//! aarch64 link-register rule on objects of aarch64-linux-gnu-gcc.
+
+use kprof_symbols::elf::{Placement, SymbolFile};
+use kprof_symbols::profile::Profile;
+use kprof_symbols::unwind::Cfi;
+use kprof_symbols::{Capture, Options, Symbolizer};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// A directory kept for the whole test binary.
+fn work() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The demo program, built once.
+fn demo() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/unwind/unwind_demo.c");
+        let bin = work().join("unwind_demo");
+        run(Command::new("gcc")
+            .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
+            .arg(&bin)
+            .arg(src));
+        bin
+    })
+}
+
+/// `perf record --call-graph MODE` of the demo for about a second.
+fn record(mode: &str) -> PathBuf {
+    let out = work().join(format!("{mode}.data"));
+    run(Command::new("perf")
+        .args([
+            "record",
+            "--call-graph",
+            mode,
+            "-e",
+            "cpu-clock",
+            "-F",
+            "2000",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(demo())
+        .arg("1"));
+    out
+}
+
+fn dwarf_data() -> &'static Path {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| record("dwarf"))
+}
+
+fn fp_data() -> &'static Path {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| record("fp"))
+}
+
+fn symbolize(capture: &Path, symbol_paths: &[PathBuf], host_files: bool) -> Profile {
+    let opts = Options {
+        symbol_paths: symbol_paths.to_vec(),
+        host_files,
+        debug_roots: if host_files {
+            vec![PathBuf::from("/usr/lib/debug")]
+        } else {
+            Vec::new()
+        },
+        ..Options::default()
+    };
+    let mut s = Symbolizer::new(opts, &mut |_| {}).unwrap();
+    s.symbolize(&Capture::open(capture).unwrap(), &mut |_| {})
+        .unwrap()
+}
+
+/// Function names (with their image) of each stack whose leaf is `leaf`, innermost first,
+/// with the stack's sample count.
+fn paths_from(p: &Profile, leaf: &str) -> Vec<(Vec<(String, String)>, u64)> {
+    p.stacks
+        .iter()
+        .filter_map(|s| {
+            let names: Vec<(String, String)> = s
+                .frames
+                .iter()
+                .map(|f| {
+                    let func = &p.functions[p.frames[*f].function];
+                    (
+                        func.name.clone().unwrap_or_default(),
+                        p.images[func.image].name.clone(),
+                    )
+                })
+                .collect();
+            (names.first()?.0 == leaf).then(|| (names, s.counts[0]))
+        })
+        .collect()
+}
+
+/// Share of `leaf`'s samples whose next callers are `callers`, and its sample count.
+fn share_with_callers(p: &Profile, leaf: &str, callers: &[&str]) -> (f64, u64) {
+    let paths = paths_from(p, leaf);
+    let total: u64 = paths.iter().map(|(_, n)| n).sum();
+    let good: u64 = paths
+        .iter()
+        .filter(|(names, _)| {
+            names.len() > callers.len()
+                && names[1..=callers.len()]
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .eq(callers.iter().copied())
+        })
+        .map(|(_, n)| n)
+        .sum();
+    (good as f64 / total.max(1) as f64, total)
+}
+
+/// `--call-graph dwarf`: hot_leaf's callers are middle ← outer ← main in ≥ 95 % of its
+/// samples, as the top path of `perf report`; the qsort comparator is called from libc's
+/// qsort.
+#[test]
+fn unwind_perfdata_dwarf_full_paths() {
+    let p = symbolize(dwarf_data(), &[demo().to_path_buf()], true);
+    let (share, n) = share_with_callers(&p, "hot_leaf", &["middle", "outer", "main"]);
+    eprintln!(
+        "hot_leaf: {n} samples, {:.2} % with middle <- outer <- main",
+        share * 100.0
+    );
+    assert!(n > 200, "{n} hot_leaf samples");
+    assert!(
+        share >= 0.95,
+        "{share}: {:?}",
+        &paths_from(&p, "hot_leaf")[..3]
+    );
+    let cmp = paths_from(&p, "cmp_ints");
+    let cmp_total: u64 = cmp.iter().map(|(_, n)| n).sum();
+    let via_qsort: u64 = cmp
+        .iter()
+        .filter(|(names, _)| {
+            names
+                .iter()
+                .any(|(f, img)| f.contains("qsort") && img.starts_with("libc"))
+                && names.iter().any(|(f, _)| f == "sort_some")
+        })
+        .map(|(_, n)| n)
+        .sum();
+    assert!(cmp_total > 0, "no cmp_ints samples");
+    assert!(
+        via_qsort as f64 >= 0.9 * cmp_total as f64,
+        "{via_qsort} of {cmp_total}: {:?}",
+        cmp.first()
+    );
+
+    // Linux perf's own unwinding (libdw/libunwind) of the same file: its top path of
+    // hot_leaf has the same callers.
+    let report = run(Command::new("perf")
+        .args(["report", "--stdio", "--no-children", "-i"])
+        .arg(dwarf_data()));
+    let lines: Vec<&str> = report.lines().map(str::trim).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.ends_with("---hot_leaf"))
+        .unwrap_or_else(|| panic!("no hot_leaf chain in perf report:\n{report}"));
+    let perf_path: Vec<&str> = lines[at + 1..]
+        .iter()
+        .filter(|l| !l.is_empty() && **l != "|")
+        .take(3)
+        .copied()
+        .collect();
+    assert_eq!(perf_path, ["middle", "outer", "main"], "{report}");
+}
+
+/// `--call-graph fp` of code without frame pointers: the chain after hot_leaf is cut and
+/// marked `[truncated]`, never continued with invented callers.
+#[test]
+fn unwind_perfdata_fp_truncated_marked() {
+    let p = symbolize(fp_data(), &[demo().to_path_buf()], true);
+    let paths = paths_from(&p, "hot_leaf");
+    let total: u64 = paths.iter().map(|(_, n)| n).sum();
+    assert!(total > 50, "{total} hot_leaf samples");
+    let (full, _) = share_with_callers(&p, "hot_leaf", &["middle", "outer", "main"]);
+    assert!(
+        full < 0.05,
+        "fp chains of -fomit-frame-pointer code were complete: {full}"
+    );
+    for (names, _) in &paths {
+        // Whatever the chain has after the leaf is a real mapped function or the marker.
+        assert!(
+            names[1..]
+                .iter()
+                .all(|(f, img)| img != "[unknown]" && !f.is_empty()),
+            "{names:?}"
+        );
+    }
+    let (marked, _) = share_with_callers(&p, "hot_leaf", &["[truncated]"]);
+    assert!(marked >= 0.9, "{marked}: {:?}", paths.first());
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("frame-pointer call chains end in [truncated]")));
+}
+
+/// A split debug file (`objcopy --only-keep-debug`, no `.eh_frame` bytes) matches the
+/// build-id; the unwind tables are taken from the stripped binary with the same build-id in
+/// another directory, and without it the paths end `[no unwind info: IMAGE]`.
+#[test]
+fn unwind_perfdata_split_debug_eh_frame_from_stripped() {
+    let dbg_dir = work().join("split/debug");
+    let bin_dir = work().join("split/rootfs");
+    std::fs::create_dir_all(&dbg_dir).unwrap();
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let debug = dbg_dir.join("unwind_demo.debug");
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(demo())
+        .arg(&debug));
+    run(Command::new("strip")
+        .arg("-o")
+        .arg(bin_dir.join("unwind_demo"))
+        .arg(demo()));
+    let data = std::fs::read(&debug).unwrap();
+    assert!(
+        Cfi::from_elf(&data).is_none(),
+        "the debug file has unwind tables"
+    );
+
+    let both = symbolize(dwarf_data(), &[dbg_dir.clone(), bin_dir], false);
+    let (share, n) = share_with_callers(&both, "hot_leaf", &["middle", "outer", "main"]);
+    assert!(n > 200 && share >= 0.95, "{share} of {n}");
+    // The symbols came from the debug file.
+    let img = both
+        .images
+        .iter()
+        .find(|i| i.name == "unwind_demo")
+        .unwrap();
+    assert!(
+        matches!(&img.symbols, kprof_symbols::profile::SymbolSource::BuildId { path } if path.ends_with("unwind_demo.debug")),
+        "{:?}",
+        img.symbols
+    );
+
+    let debug_only = symbolize(dwarf_data(), &[dbg_dir], false);
+    let (marked, _) =
+        share_with_callers(&debug_only, "hot_leaf", &["[no unwind info: unwind_demo]"]);
+    assert!(marked >= 0.95, "{marked}");
+}
+
+/// Compiles `src` with aarch64-linux-gnu-gcc into `out` with `args`.
+fn aarch64_gcc(src: &str, out: &Path, args: &[&str]) {
+    let c = work().join("lr.c");
+    std::fs::write(&c, src).unwrap();
+    run(Command::new("aarch64-linux-gnu-gcc")
+        .args(["-O2", "-g"])
+        .args(args)
+        .arg(&c)
+        .arg("-o")
+        .arg(out));
+}
+
+const LR_SRC: &str = r#"
+__attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int with_frame(int x) { return leaf(x) + leaf(x + 1) * 2; }
+"#;
+
+/// aarch64: a frameless leaf keeps its return address in x30 (LR) by its CFI; a function that
+/// saved x30 (`stp x29, x30`) does not, after the save. Checked on a module-like object's
+/// relocated `.debug_frame` and on a linked shared object's `.eh_frame`.
+#[test]
+fn unwind_cfi_aarch64_leaf_return_address_in_lr() {
+    // A relocatable object placed like a module: `.debug_frame` needs its relocations.
+    let obj = work().join("lr.o");
+    aarch64_gcc(
+        LR_SRC,
+        &obj,
+        &[
+            "-c",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    );
+    let text = 0xffff_8000_0801_0000u64;
+    let mut placement = Placement::new();
+    placement.insert(".text".into(), text);
+    let f = SymbolFile::open(&obj, None, Some(&placement)).unwrap();
+    let cfi = f.cfi.as_ref().expect("relocated .debug_frame");
+    let leaf = f.symbol_address("leaf").unwrap();
+    let framed = f.symbol_address("with_frame").unwrap();
+    assert!(leaf >= text && framed >= text, "{leaf:#x} {framed:#x}");
+    assert_eq!(cfi.return_address_in_lr(leaf), Some(true));
+    assert_eq!(cfi.return_address_in_lr(leaf + 4), Some(true));
+    // After `stp x29, x30, [sp, #-N]!` (the first instruction) x30 is saved.
+    assert_eq!(cfi.return_address_in_lr(framed), Some(true));
+    assert_eq!(cfi.return_address_in_lr(framed + 8), Some(false));
+    assert_eq!(cfi.return_address_in_lr(text - 4), None);
+
+    // A linked shared object: `.eh_frame` + `.eh_frame_hdr`.
+    let so = work().join("liblr.so");
+    aarch64_gcc(LR_SRC, &so, &["-shared", "-nostdlib", "-fPIC"]);
+    let f = SymbolFile::open(&so, None, None).unwrap();
+    let cfi = f.cfi.as_ref().expect(".eh_frame");
+    let leaf = f.symbol_address("leaf").unwrap();
+    let framed = f.symbol_address("with_frame").unwrap();
+    assert_eq!(cfi.return_address_in_lr(leaf), Some(true));
+    assert_eq!(cfi.return_address_in_lr(framed + 8), Some(false));
+    assert!(cfi.covers(leaf) && !cfi.covers(0));
+}
