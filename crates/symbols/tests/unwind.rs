@@ -261,7 +261,7 @@ fn unwind_perfdata_split_debug_eh_frame_from_stripped() {
 
 /// Compiles `src` with aarch64-linux-gnu-gcc into `out` with `args`.
 fn aarch64_gcc(src: &str, out: &Path, args: &[&str]) {
-    let c = work().join("lr.c");
+    let c = out.with_extension("src.c");
     std::fs::write(&c, src).unwrap();
     run(Command::new("aarch64-linux-gnu-gcc")
         .args(["-O2", "-g"])
@@ -317,4 +317,163 @@ fn unwind_cfi_aarch64_leaf_return_address_in_lr() {
     assert_eq!(cfi.return_address_in_lr(leaf), Some(true));
     assert_eq!(cfi.return_address_in_lr(framed + 8), Some(false));
     assert!(cfi.covers(leaf) && !cfi.covers(0));
+}
+
+/// A PERFILE2 with one cpu-clock attribute whose samples carry IP, TID, CALLCHAIN and
+/// REGS_USER with aarch64's LR and PC (`sample_regs_user` bits 30 and 32, as perf numbers
+/// them), one MMAP2 record with a build-id for `exe` at 0x400000, then `samples`:
+/// `(user callchain, LR, PC)`.
+fn aarch64_fp_perf_data(build_id: &[u8], exe: &Path, samples: &[(Vec<u64>, u64, u64)]) -> Vec<u8> {
+    const ATTR_SIZE: usize = 128;
+    let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
+    let u32s = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
+    let record = |out: &mut Vec<u8>, kind: u32, misc: u16, body: &[u8]| {
+        u32s(out, kind);
+        out.extend_from_slice(&misc.to_le_bytes());
+        out.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        out.extend_from_slice(body);
+    };
+    let regs_mask: u64 = (1 << 30) | (1 << 32);
+    let mut attr = vec![0u8; ATTR_SIZE];
+    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
+    attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
+    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    // IP | TID | CALLCHAIN | REGS_USER
+    let sample_type: u64 = 1 | 2 | 1 << 5 | 1 << 12;
+    attr[24..32].copy_from_slice(&sample_type.to_le_bytes());
+    attr[80..88].copy_from_slice(&regs_mask.to_le_bytes());
+
+    let mut data = Vec::new();
+    let mut body = Vec::new();
+    u32s(&mut body, 42);
+    u32s(&mut body, 42);
+    u64s(&mut body, 0x40_0000);
+    u64s(&mut body, 0x1_0000);
+    u64s(&mut body, 0);
+    body.push(build_id.len() as u8);
+    body.extend_from_slice(&[0, 0, 0]);
+    let mut id = build_id.to_vec();
+    id.resize(20, 0);
+    body.extend_from_slice(&id);
+    u32s(&mut body, 5); // PROT_READ | PROT_EXEC
+    u32s(&mut body, 2); // MAP_PRIVATE
+    body.extend_from_slice(exe.to_str().unwrap().as_bytes());
+    body.push(0);
+    body.resize(body.len().div_ceil(8) * 8, 0);
+    // PERF_RECORD_MMAP2, user, PERF_RECORD_MISC_MMAP_BUILD_ID
+    record(&mut data, 10, 2 | 1 << 14, &body);
+    for (chain, lr, pc) in samples {
+        let mut body = Vec::new();
+        u64s(&mut body, *pc);
+        u32s(&mut body, 42);
+        u32s(&mut body, 42);
+        u64s(&mut body, chain.len() as u64 + 1);
+        u64s(&mut body, -512i64 as u64); // PERF_CONTEXT_USER
+        for a in chain {
+            u64s(&mut body, *a);
+        }
+        u64s(&mut body, 2); // PERF_SAMPLE_REGS_ABI_64
+        u64s(&mut body, *lr); // bit 30 first
+        u64s(&mut body, *pc); // then bit 32
+        record(&mut data, 9, 2, &body); // PERF_RECORD_SAMPLE, user
+    }
+    let attrs_off = 104usize;
+    let data_off = attrs_off + ATTR_SIZE + 16;
+    let mut out = b"PERFILE2".to_vec();
+    for v in [
+        104,
+        ATTR_SIZE + 16,
+        attrs_off,
+        ATTR_SIZE + 16,
+        data_off,
+        data.len(),
+        0,
+        0,
+    ] {
+        u64s(&mut out, v as u64);
+    }
+    out.extend_from_slice(&[0u8; 32]); // no feature sections
+    out.extend_from_slice(&attr);
+    u64s(&mut out, 0); // ids section: none
+    u64s(&mut out, 0);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// The address after the first `bl` in the code of `func`: the return address of its first
+/// call.
+fn after_first_bl(f: &SymbolFile, func: &str) -> u64 {
+    let start = f.symbol_address(func).unwrap();
+    (start..start + 0x40)
+        .step_by(4)
+        .find(|a| {
+            f.code(*a, a + 4)
+                .is_some_and(|w| u32::from_le_bytes(w.try_into().unwrap()) >> 26 == 0b100101)
+        })
+        .unwrap_or_else(|| panic!("no bl in {func}"))
+        + 4
+}
+
+/// aarch64 frame-pointer chains with LR in REGS_USER: a frameless leaf's caller, which the
+/// fp chain skips, is inserted from LR; not again when the chain has it; not for a PC
+/// where the CFI says x30 was saved (LR is stale there).
+#[test]
+fn unwind_perfdata_aarch64_fp_leaf_caller_from_lr() {
+    let exe = work().join("lrexe");
+    let src = "__attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }\n\
+        __attribute__((noinline)) int caller_a(int x) { return leaf(x) + leaf(x + 1) * 2; }\n\
+        __attribute__((noinline)) int top(int x) { return caller_a(x) + 5; }\n\
+        void _start(void) { top(1); for (;;); }\n";
+    aarch64_gcc(src, &exe, &["-nostdlib", "-static", "-Wl,--build-id"]);
+    let f = SymbolFile::open(&exe, None, None).unwrap();
+    let id: Vec<u8> = (0..f.build_id.as_ref().unwrap().len() / 2)
+        .map(|i| u8::from_str_radix(&f.build_id.as_ref().unwrap()[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let leaf = f.symbol_address("leaf").unwrap();
+    let caller_a = f.symbol_address("caller_a").unwrap();
+    let ret_in_caller = after_first_bl(&f, "caller_a");
+    let ret_in_top = after_first_bl(&f, "top");
+    let samples = vec![
+        // The fp chain of a leaf without frame record: leaf, then top (caller_a skipped).
+        (vec![leaf + 4, ret_in_top], ret_in_caller, leaf + 4),
+        // A chain that has caller_a already: nothing inserted twice.
+        (
+            vec![leaf + 4, ret_in_caller, ret_in_top],
+            ret_in_caller,
+            leaf + 4,
+        ),
+        // In caller_a after `stp x29, x30`: LR is not the return address any more.
+        (vec![caller_a + 8, ret_in_top], leaf + 8, caller_a + 8),
+    ];
+    let data = work().join("lr-fp.data");
+    std::fs::write(&data, aarch64_fp_perf_data(&id, &exe, &samples)).unwrap();
+    let p = symbolize(&data, &[exe.clone()], false);
+    let mut paths: Vec<Vec<String>> = p
+        .stacks
+        .iter()
+        .flat_map(|s| {
+            let names: Vec<String> = s
+                .frames
+                .iter()
+                .map(|f| {
+                    p.functions[p.frames[*f].function]
+                        .name
+                        .clone()
+                        .unwrap_or_default()
+                })
+                .collect();
+            std::iter::repeat_n(names, s.counts[0] as usize)
+        })
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            vec!["caller_a", "top"],
+            vec!["leaf", "caller_a", "top"],
+            vec!["leaf", "caller_a", "top"],
+        ],
+        "{:?}",
+        p.warnings
+    );
 }
