@@ -447,7 +447,7 @@ fn unwind_perfdata_aarch64_fp_leaf_caller_from_lr() {
     ];
     let data = work().join("lr-fp.data");
     std::fs::write(&data, aarch64_fp_perf_data(&id, &exe, &samples)).unwrap();
-    let p = symbolize(&data, &[exe.clone()], false);
+    let p = symbolize(&data, std::slice::from_ref(&exe), false);
     let mut paths: Vec<Vec<String>> = p
         .stacks
         .iter()
