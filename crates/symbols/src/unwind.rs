@@ -559,6 +559,73 @@ mod tests {
         }
     }
 
+    /// x86_64 with `.debug_frame` (CFA = rsp + 16, return address at CFA - 8): two return
+    /// addresses read from the copied stack, then the end at a zero return address; an
+    /// address outside the FDE ends `[no unwind info]`, one outside the mappings is dropped.
+    #[test]
+    fn unwind_debug_frame_x86_64_two_frames() {
+        let base = 0x40_0000u64;
+        let cfi = Rc::new(
+            Cfi::new(CfiSections {
+                arch: Some(Arch::X86_64),
+                debug_frame: Some(well_formed_cfi()),
+                segments: vec![(0, 0, 0x2000)],
+                ..CfiSections::default()
+            })
+            .expect("one FDE"),
+        );
+        assert!(cfi.covers(0x1000) && cfi.covers(0x10ff) && !cfi.covers(0x1100));
+        let stack: Vec<u8> = [0, base + 0x1020, 0, base + 0x1030, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let regs = UnwindRegs {
+            pc: base + 0x1010,
+            sp: 0x7fff_0000,
+            fp: 0,
+            lr: None,
+        };
+        let mut place = |a: u64| {
+            if (base..base + 0x2000).contains(&a) {
+                Place::Cfi {
+                    name: "demo".into(),
+                    avma: base..base + 0x2000,
+                    base_avma: base,
+                    cfi: cfi.clone(),
+                }
+            } else {
+                Place::Unmapped
+            }
+        };
+        let mut u = ProcessUnwinder::new(Arch::X86_64).unwrap();
+        let out = u.unwind(&regs, &stack, &mut place);
+        assert_eq!(out.frames, [base + 0x1010, base + 0x1020, base + 0x1030]);
+        assert_ne!(out.end, End::NoUnwindInfo("demo".into()));
+
+        // The second return address points outside the FDE.
+        let stack: Vec<u8> = [0, base + 0x1020, 0, base + 0x1800, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let out = u.unwind(&regs, &stack, &mut place);
+        assert_eq!(out.frames, [base + 0x1010, base + 0x1020, base + 0x1800]);
+        assert_eq!(out.end, End::NoUnwindInfo("demo".into()));
+
+        // ... or outside every mapping: garbage, dropped, and the path is truncated.
+        let stack: Vec<u8> = [0, base + 0x1020, 0, 0x1234_5678, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let out = u.unwind(&regs, &stack, &mut place);
+        assert_eq!(out.frames, [base + 0x1010, base + 0x1020]);
+        assert_eq!(out.end, End::Truncated);
+
+        // A stack copy that ends before the first return address.
+        let out = u.unwind(&regs, &stack[..8], &mut place);
+        assert_eq!(out.frames, [base + 0x1010]);
+        assert_eq!(out.end, End::Truncated);
+    }
+
     /// A `.debug_frame` with one CIE (code align 1, data align -8, RA column 16 / 30) and one
     /// FDE for 0x1000..0x1100 with `def_cfa_offset 16; offset ra, cfa-8`.
     pub(crate) fn well_formed_cfi() -> Vec<u8> {
