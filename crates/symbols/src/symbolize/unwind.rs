@@ -157,7 +157,7 @@ impl State<'_> {
         else {
             return;
         };
-        let out = unwinder.unwind(regs, stack, &mut |a| self.unwind_place(pid, a));
+        let out = unwinder.unwind(regs, stack, &mut |a| self.unwind_place(pid, arch, a));
         self.unwinders.insert(pid, unwinder);
         self.unwind_stats.unwound += 1;
         for (i, a) in out.frames.iter().enumerate() {
@@ -188,13 +188,14 @@ impl State<'_> {
         stack_buf.extend(run.start..run.end);
     }
 
-    /// Where `avma` of process `pid` is, for the unwinder.
-    fn unwind_place(&mut self, pid: i32, avma: u64) -> Place {
+    /// Where `avma` of process `pid` is, for the unwinder of `arch`: CFI of another
+    /// architecture (an arm32 library of a compat process) counts as none.
+    fn unwind_place(&mut self, pid: i32, arch: Arch, avma: u64) -> Place {
         let Some((img, start, end, pgoff)) = self.mapping_at(pid, avma) else {
             return Place::Unmapped;
         };
         let name = self.profile.images[img].name.clone();
-        let Some(cfi) = self.image_cfi(img) else {
+        let Some(cfi) = self.image_cfi(img).filter(|c| c.arch() == arch) else {
             return Place::NoCfi(name);
         };
         match cfi.offset_to_address(pgoff) {
