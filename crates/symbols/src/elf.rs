@@ -134,9 +134,6 @@ pub struct SymbolFile {
     /// The build trees its DWARF names source files in: each compilation unit's
     /// `DW_AT_comp_dir`, and the directory of a unit named outside it.
     pub source_roots: Vec<String>,
-    /// Its call frame information (`.eh_frame`, else `.debug_frame`, of the file or its split
-    /// debug file; a `.ko`'s relocated and placed), when it has any.
-    pub cfi: Option<Rc<Cfi>>,
     symbols: Vec<Sym>,
     anchors: HashMap<String, u64>,
     /// Every name of an address that has several (`init_module` and `mymod_init`).
@@ -148,6 +145,13 @@ pub struct SymbolFile {
     map: Rc<memmap2::Mmap>,
     /// Allocated sections of a relocatable file with the address they were placed at and size.
     placed: Vec<(String, u64, u64)>,
+    /// The split debug file's mapping, when DWARF came from one.
+    debug_map: Option<Rc<memmap2::Mmap>>,
+    /// Where a relocatable file's sections were placed.
+    placement: Option<Placement>,
+    /// The CFI, indexed on first use (vmlinux's `.debug_frame` is large and needed only for
+    /// aarch64 leaves).
+    cfi: std::cell::OnceCell<Option<Rc<Cfi>>>,
 }
 
 impl std::fmt::Debug for SymbolFile {
@@ -274,19 +278,10 @@ impl SymbolFile {
         } else {
             None
         };
-        let cfi = cfi_of(&obj, &section_addr, relocatable)
-            .or_else(|| {
-                debug.and_then(|_| {
-                    cfi_of(
-                        dwarf_obj,
-                        &section_addresses(dwarf_obj, placement),
-                        relocatable,
-                    )
-                })
-            })
-            .map(Rc::new);
         Ok(Self {
-            cfi,
+            debug_map: debug.map(|_| debug_map.clone()),
+            placement: placement.cloned(),
+            cfi: std::cell::OnceCell::new(),
             path: path.to_path_buf(),
             debug_path: debug.map(Path::to_path_buf),
             build_id,
@@ -304,6 +299,27 @@ impl SymbolFile {
             map: map.clone(),
             placed,
         })
+    }
+
+    /// Its call frame information: `.eh_frame` (with `.eh_frame_hdr`), else `.debug_frame`,
+    /// of the file or else of its split debug file; a `.ko`'s `.debug_frame` relocated to
+    /// where its sections were placed. `None` when it has none.
+    pub fn cfi(&self) -> Option<Rc<Cfi>> {
+        self.cfi
+            .get_or_init(|| {
+                let of = |map: &[u8]| {
+                    let obj = object::File::parse(map).ok()?;
+                    let placement = self
+                        .relocatable
+                        .then(|| self.placement.clone().unwrap_or_default());
+                    let addrs = section_addresses(&obj, placement.as_ref());
+                    cfi_of(&obj, &addrs, self.relocatable)
+                };
+                of(&self.map[..])
+                    .or_else(|| self.debug_map.as_ref().and_then(|m| of(&m[..])))
+                    .map(Rc::new)
+            })
+            .clone()
     }
 
     /// Address of a symbol by name (first match), e.g. `_text` for the KASLR offset.

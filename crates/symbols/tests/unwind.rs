@@ -296,7 +296,7 @@ fn unwind_cfi_aarch64_leaf_return_address_in_lr() {
     let mut placement = Placement::new();
     placement.insert(".text".into(), text);
     let f = SymbolFile::open(&obj, None, Some(&placement)).unwrap();
-    let cfi = f.cfi.as_ref().expect("relocated .debug_frame");
+    let cfi = f.cfi().expect("relocated .debug_frame");
     let leaf = f.symbol_address("leaf").unwrap();
     let framed = f.symbol_address("with_frame").unwrap();
     assert!(leaf >= text && framed >= text, "{leaf:#x} {framed:#x}");
@@ -311,7 +311,7 @@ fn unwind_cfi_aarch64_leaf_return_address_in_lr() {
     let so = work().join("liblr.so");
     aarch64_gcc(LR_SRC, &so, &["-shared", "-nostdlib", "-fPIC"]);
     let f = SymbolFile::open(&so, None, None).unwrap();
-    let cfi = f.cfi.as_ref().expect(".eh_frame");
+    let cfi = f.cfi().expect(".eh_frame");
     let leaf = f.symbol_address("leaf").unwrap();
     let framed = f.symbol_address("with_frame").unwrap();
     assert_eq!(cfi.return_address_in_lr(leaf), Some(true));

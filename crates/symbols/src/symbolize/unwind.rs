@@ -215,7 +215,7 @@ impl State<'_> {
         if let Some(c) = self.cfis.get(&img) {
             return c.clone();
         }
-        let own = self.files.get(img).and_then(|f| f.as_ref()?.cfi.clone());
+        let own = self.files.get(img).and_then(|f| f.as_ref()?.cfi());
         let cfi = own.or_else(|| {
             let image = &self.profile.images[img];
             let id = image.build_id.as_deref()?;
@@ -352,7 +352,7 @@ impl State<'_> {
     /// address in LR there.
     fn kernel_ra_in_lr(&mut self, addr: u64) -> Option<bool> {
         let (image, lookup, _) = self.kernel_lookup(addr);
-        let cfi = self.files.get(image)?.as_ref()?.cfi.clone()?;
+        let cfi = self.files.get(image)?.as_ref()?.cfi()?;
         cfi.return_address_in_lr(lookup)
     }
 
