@@ -493,9 +493,24 @@ impl ProcessUnwinder {
                     end: End::Truncated,
                 };
             }
-            let next = match &mut self.inner {
+            // framehop 0.15 subtracts unchecked from a CFA that damaged CFI or a garbage
+            // frame pointer can put below 8 (`x86_64/dwarf.rs`, `cfa - 8`): that is an
+            // overflow panic with debug assertions (a wrapped address in release builds),
+            // and ends the unwind here either way.
+            let step = crate::quiet_panic::catch_quietly(|| match &mut self.inner {
                 Inner::X86(u, c) => u.unwind_frame(addr, &mut x86, c, &mut read),
                 Inner::Arm(u, c) => u.unwind_frame(addr, &mut arm, c, &mut read),
+            });
+            let next = match step {
+                Some(next) => next,
+                None => {
+                    // The rule cache may hold what the failed step left.
+                    match &mut self.inner {
+                        Inner::X86(_, c) => **c = CacheX86_64::new(),
+                        Inner::Arm(_, c) => **c = CacheAarch64::new(),
+                    }
+                    Err(framehop::Error::IntegerOverflow)
+                }
             };
             let end = match next {
                 Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
@@ -624,6 +639,20 @@ mod tests {
         let out = u.unwind(&regs, &stack[..8], &mut place);
         assert_eq!(out.frames, [base + 0x1010]);
         assert_eq!(out.end, End::Truncated);
+    }
+
+    /// Fuzzer finding (run 9): a CFA of rbp + 8 with rbp 0x10 - 0x18 made framehop subtract
+    /// below zero; the unwind ends instead of panicking.
+    #[test]
+    fn unwind_fuzz_cfa_below_8_no_panic() {
+        let input: &[u8] = &[
+            0x00, 0x32, 0x00, 0x10, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00, 0x01,
+            0x2b, 0x10, 0x0c, 0x06, 0x08, 0x90, 0x01, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x28, 0x00, 0x86, 0x10, 0x0e, 0x00, 0x00, 0x10, 0x10, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        crate::fuzzing::unwind(input);
     }
 
     /// A `.debug_frame` with one CIE (code align 1, data align -8, RA column 16 / 30) and one
