@@ -477,3 +477,166 @@ fn unwind_perfdata_aarch64_fp_leaf_caller_from_lr() {
         p.warnings
     );
 }
+
+/// A PERFILE2 of kernel samples in a module: IP, TID, CALLCHAIN and REGS_INTR with aarch64's
+/// LR and PC; a kernel MMAP record of `/lib/modules/x/lrmod.ko` at `base`, its build-id in a
+/// HEADER_BUILD_ID feature section; samples `(kernel callchain, LR, PC)`.
+fn aarch64_kernel_perf_data(
+    build_id: &[u8],
+    base: u64,
+    samples: &[(Vec<u64>, u64, u64)],
+) -> Vec<u8> {
+    const ATTR_SIZE: usize = 128;
+    const KO: &str = "/lib/modules/6.1.0/extra/lrmod.ko";
+    let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
+    let u32s = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
+    let record = |out: &mut Vec<u8>, kind: u32, misc: u16, body: &[u8]| {
+        u32s(out, kind);
+        out.extend_from_slice(&misc.to_le_bytes());
+        out.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        out.extend_from_slice(body);
+    };
+    let name = |out: &mut Vec<u8>| {
+        out.extend_from_slice(KO.as_bytes());
+        out.push(0);
+        out.resize(out.len().div_ceil(8) * 8, 0);
+    };
+    let mut attr = vec![0u8; ATTR_SIZE];
+    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
+    attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
+    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    // IP | TID | CALLCHAIN | REGS_INTR
+    let sample_type: u64 = 1 | 2 | 1 << 5 | 1 << 18;
+    attr[24..32].copy_from_slice(&sample_type.to_le_bytes());
+    attr[96..104].copy_from_slice(&((1u64 << 30) | (1 << 32)).to_le_bytes());
+
+    let mut data = Vec::new();
+    let mut body = Vec::new();
+    u32s(&mut body, u32::MAX); // pid -1: kernel
+    u32s(&mut body, 0);
+    u64s(&mut body, base);
+    u64s(&mut body, 0x1_0000);
+    u64s(&mut body, 0);
+    name(&mut body);
+    record(&mut data, 1, 1, &body); // PERF_RECORD_MMAP, kernel
+    for (chain, lr, pc) in samples {
+        let mut body = Vec::new();
+        u64s(&mut body, *pc);
+        u32s(&mut body, 42);
+        u32s(&mut body, 42);
+        u64s(&mut body, chain.len() as u64 + 1);
+        u64s(&mut body, -128i64 as u64); // PERF_CONTEXT_KERNEL
+        for a in chain {
+            u64s(&mut body, *a);
+        }
+        u64s(&mut body, 2); // PERF_SAMPLE_REGS_ABI_64
+        u64s(&mut body, *lr);
+        u64s(&mut body, *pc);
+        record(&mut data, 9, 1, &body); // PERF_RECORD_SAMPLE, kernel
+    }
+    // HEADER_BUILD_ID: one `struct perf_record_header_build_id`.
+    let mut ids = Vec::new();
+    let mut body = Vec::new();
+    u32s(&mut body, u32::MAX);
+    let mut id = build_id.to_vec();
+    id.resize(20, 0);
+    body.extend_from_slice(&id);
+    body.extend_from_slice(&[build_id.len() as u8, 0, 0, 0]);
+    name(&mut body);
+    // PERF_RECORD_MISC_KERNEL | PERF_RECORD_MISC_BUILD_ID_SIZE
+    record(&mut ids, 0, 1 | 1 << 15, &body);
+
+    let attrs_off = 104usize;
+    let data_off = attrs_off + ATTR_SIZE + 16;
+    let mut out = b"PERFILE2".to_vec();
+    for v in [
+        104,
+        ATTR_SIZE + 16,
+        attrs_off,
+        ATTR_SIZE + 16,
+        data_off,
+        data.len(),
+        0,
+        0,
+    ] {
+        u64s(&mut out, v as u64);
+    }
+    let mut features = [0u8; 32];
+    features[0] = 1 << 2; // HEADER_BUILD_ID
+    out.extend_from_slice(&features);
+    out.extend_from_slice(&attr);
+    u64s(&mut out, 0);
+    u64s(&mut out, 0);
+    out.extend_from_slice(&data);
+    let ids_off = out.len() + 16;
+    u64s(&mut out, ids_off as u64);
+    u64s(&mut out, ids.len() as u64);
+    out.extend_from_slice(&ids);
+    out
+}
+
+/// aarch64 kernel samples with LR and PC in REGS_INTR, in a module whose `.debug_frame` is
+/// relocated to where it was loaded: the frameless leaf's caller comes from LR; after the
+/// caller saved x30, LR is not used.
+#[test]
+fn unwind_perfdata_aarch64_kernel_leaf_caller_from_lr() {
+    let obj = work().join("lrmod.o");
+    let src = "__attribute__((noinline)) int leaf(int x) { return x * 3 + 1; }\n\
+        __attribute__((noinline)) int caller_a(int x) { return leaf(x) + leaf(x + 1) * 2; }\n\
+        __attribute__((noinline)) int top(int x) { return caller_a(x) + 5; }\n";
+    aarch64_gcc(
+        src,
+        &obj,
+        &[
+            "-c",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    );
+    let ko = work().join("lrmod.ko");
+    run(Command::new("aarch64-linux-gnu-ld")
+        .args(["-r", "--build-id", "-o"])
+        .arg(&ko)
+        .arg(&obj));
+    let base = 0xffff_8000_7a10_0000u64;
+    let mut placement = Placement::new();
+    placement.insert(".text".into(), base);
+    let f = SymbolFile::open(&ko, None, Some(&placement)).unwrap();
+    let hex = f.build_id.clone().unwrap();
+    let id: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let leaf = f.symbol_address("leaf").unwrap();
+    let caller_a = f.symbol_address("caller_a").unwrap();
+    let ret_in_caller = after_first_bl(&f, "caller_a");
+    let ret_in_top = after_first_bl(&f, "top");
+    let samples = vec![
+        (vec![leaf + 4, ret_in_top], ret_in_caller, leaf + 4),
+        (vec![caller_a + 8, ret_in_top], leaf + 8, caller_a + 8),
+    ];
+    let data = work().join("lr-kernel.data");
+    std::fs::write(&data, aarch64_kernel_perf_data(&id, base, &samples)).unwrap();
+    let p = symbolize(&data, std::slice::from_ref(&ko), false);
+    let mut paths: Vec<Vec<String>> = p
+        .stacks
+        .iter()
+        .map(|s| {
+            s.frames
+                .iter()
+                .map(|f| {
+                    p.functions[p.frames[*f].function]
+                        .name
+                        .clone()
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [vec!["caller_a", "top"], vec!["leaf", "caller_a", "top"]],
+        "{:?}",
+        p.warnings
+    );
+}
