@@ -8,6 +8,7 @@
 
 use crate::demangle::demangle;
 use crate::error::{Error, Result};
+use crate::unwind::Cfi;
 use kprof_capture::build_id::hex;
 use object::{
     Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, RelocationTarget,
@@ -147,6 +148,13 @@ pub struct SymbolFile {
     map: Rc<memmap2::Mmap>,
     /// Allocated sections of a relocatable file with the address they were placed at and size.
     placed: Vec<(String, u64, u64)>,
+    /// The split debug file's mapping, when DWARF came from one.
+    debug_map: Option<Rc<memmap2::Mmap>>,
+    /// Where a relocatable file's sections were placed.
+    placement: Option<Placement>,
+    /// The CFI, indexed on first use (vmlinux's `.debug_frame` is large and needed only for
+    /// aarch64 leaves).
+    cfi: std::cell::OnceCell<Option<Rc<Cfi>>>,
 }
 
 impl std::fmt::Debug for SymbolFile {
@@ -277,6 +285,9 @@ impl SymbolFile {
             None
         };
         Ok(Self {
+            debug_map: debug.map(|_| debug_map.clone()),
+            placement: placement.cloned(),
+            cfi: std::cell::OnceCell::new(),
             path: path.to_path_buf(),
             debug_path: debug.map(Path::to_path_buf),
             build_id,
@@ -294,6 +305,27 @@ impl SymbolFile {
             map: map.clone(),
             placed,
         })
+    }
+
+    /// Its call frame information: `.eh_frame` (with `.eh_frame_hdr`), else `.debug_frame`,
+    /// of the file or else of its split debug file; a `.ko`'s `.debug_frame` relocated to
+    /// where its sections were placed. `None` when it has none.
+    pub fn cfi(&self) -> Option<Rc<Cfi>> {
+        self.cfi
+            .get_or_init(|| {
+                let of = |map: &[u8]| {
+                    let obj = object::File::parse(map).ok()?;
+                    let placement = self
+                        .relocatable
+                        .then(|| self.placement.clone().unwrap_or_default());
+                    let addrs = section_addresses(&obj, placement.as_ref());
+                    cfi_of(&obj, &addrs, self.relocatable)
+                };
+                of(&self.map[..])
+                    .or_else(|| self.debug_map.as_ref().and_then(|m| of(&m[..])))
+                    .map(Rc::new)
+            })
+            .clone()
     }
 
     /// Address of a symbol by name (first match), e.g. `_text` for the KASLR offset.
@@ -419,6 +451,30 @@ impl SymbolFile {
         }
         out
     }
+}
+
+/// The CFI of `obj`; a relocatable file's `.debug_frame` gets its relocations applied
+/// against the placed sections first.
+fn cfi_of(
+    obj: &object::File<'_>,
+    section_addr: &HashMap<SectionIndex, Option<u64>>,
+    relocatable: bool,
+) -> Option<Cfi> {
+    let debug_frame = if relocatable {
+        obj.section_by_name(".debug_frame").and_then(|sec| {
+            let data = sec.uncompressed_data().ok()?.into_owned();
+            relocate(obj, &sec, data, section_addr).ok()
+        })
+    } else {
+        None
+    };
+    let mut sections = crate::unwind::sections_of(obj, debug_frame);
+    if relocatable {
+        // An unrelocated `.eh_frame` would describe addresses near 0.
+        sections.eh_frame = None;
+        sections.eh_frame_hdr = None;
+    }
+    Cfi::new(sections)
 }
 
 fn is_alloc(sec: &object::Section<'_, '_>) -> bool {

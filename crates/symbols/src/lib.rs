@@ -29,6 +29,7 @@ pub mod profile;
 mod quiet_panic;
 pub mod sources;
 mod symbolize;
+pub mod unwind;
 pub mod views;
 
 pub use capture::Capture;

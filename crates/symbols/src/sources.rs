@@ -174,6 +174,27 @@ impl Sources {
         ))
     }
 
+    /// Every file with GNU build-id `id` here: in the index, perf's cache, and the recorded
+    /// path when that is used; checked by build-id. The unwinder takes `.eh_frame` from one
+    /// of them when the symbol file is a split debug file without it.
+    pub fn files_with_build_id(&self, id: &str, recorded_path: Option<&Path>) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .index
+            .by_build_id(id)
+            .into_iter()
+            .map(|(p, _)| p.to_path_buf())
+            .collect();
+        if let (Some(cache), Some(head), Some(tail)) = (&self.perf_cache, id.get(..2), id.get(2..))
+        {
+            out.push(cache.join(".build-id").join(head).join(tail).join("elf"));
+        }
+        if self.use_recorded_paths {
+            out.extend(recorded_path.map(Path::to_path_buf));
+        }
+        out.retain(|p| facts(p).is_some_and(|f| f.build_id.as_deref() == Some(id)));
+        out
+    }
+
     /// The split debug file of a stripped binary, via `.gnu_debuglink`, checked by build-id.
     fn debuglink_target(
         &self,

@@ -20,3 +20,4 @@ mod report_errors;
 mod report_events;
 mod report_perf;
 mod report_perf_formats;
+mod report_unwind;

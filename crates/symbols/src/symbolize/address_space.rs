@@ -75,7 +75,14 @@ impl State<'_> {
     }
 
     pub(super) fn resolve_kernel(&mut self, addr: u64) -> FrameRun {
-        let (image, lookup_addr, owner) = match self.module_of(addr) {
+        let (image, lookup_addr, owner) = self.kernel_lookup(addr);
+        self.resolve_in(image, lookup_addr, &owner)
+    }
+
+    /// The image of a kernel address, the address to look up in its file (vmlinux: less the
+    /// KASLR offset) and the module name kallsyms knows it by.
+    pub(super) fn kernel_lookup(&mut self, addr: u64) -> (usize, u64, String) {
+        match self.module_of(addr) {
             Some(m) => (self.module_image(m), addr, self.modules[m].name.clone()),
             None => {
                 let img = self.kernel_image();
@@ -86,20 +93,30 @@ impl State<'_> {
                 };
                 (img, a, String::new())
             }
-        };
-        self.resolve_in(image, lookup_addr, &owner)
+        }
     }
 
     pub(super) fn resolve_user(&mut self, pid: i32, addr: u64) -> FrameRun {
-        let found = self.procs.get(&pid).and_then(|maps| {
-            let i = maps.partition_point(|m| m.start <= addr);
-            let m = maps.get(i.checked_sub(1)?)?;
-            (addr < m.end).then_some((i - 1, m.start, m.pgoff, m.image))
-        });
-        let Some((i, start, pgoff, image)) = found else {
+        let Some((img, start, _, pgoff)) = self.mapping_at(pid, addr) else {
             let img = self.unknown_image();
             return self.resolve_in(img, addr, "");
         };
+        let offset = (addr - start).wrapping_add(pgoff);
+        let svma = self.files[img]
+            .as_ref()
+            .and_then(|f| f.offset_to_address(offset))
+            .unwrap_or(offset);
+        self.resolve_in(img, svma, "")
+    }
+
+    /// The mapping of `addr` in process `pid`: its image (loaded on first use), start, end
+    /// and page offset.
+    pub(super) fn mapping_at(&mut self, pid: i32, addr: u64) -> Option<(usize, u64, u64, u64)> {
+        let (i, start, end, pgoff, image) = self.procs.get(&pid).and_then(|maps| {
+            let i = maps.partition_point(|m| m.start <= addr);
+            let m = maps.get(i.checked_sub(1)?)?;
+            (addr < m.end).then_some((i - 1, m.start, m.end, m.pgoff, m.image))
+        })?;
         let img = match image {
             Some(img) => img,
             None => {
@@ -111,15 +128,11 @@ impl State<'_> {
                 img
             }
         };
-        let offset = (addr - start).wrapping_add(pgoff);
-        let svma = self.files[img]
-            .as_ref()
-            .and_then(|f| f.offset_to_address(offset))
-            .unwrap_or(offset);
-        self.resolve_in(img, svma, "")
+        Some((img, start, end, pgoff))
     }
 
     pub(super) fn add_mapping(&mut self, pid: i32, map: Mapping) {
+        self.unwinders.remove(&pid);
         let maps = self.procs.entry(pid).or_default();
         maps.retain(|m| m.end <= map.start || m.start >= map.end);
         let i = maps.partition_point(|m| m.start < map.start);

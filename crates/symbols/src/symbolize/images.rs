@@ -16,7 +16,10 @@ use std::rc::Rc;
 impl State<'_> {
     pub(super) fn add_image(&mut self, image: Image, file: Option<SymbolFile>) -> usize {
         let name = image.name.clone();
-        let quiet = name.starts_with("[vdso") || name == "[vsyscall]" || name == "[unknown]";
+        let quiet = name.starts_with("[vdso")
+            || name == "[vsyscall]"
+            || name == "[unknown]"
+            || name == super::unwind::MARKER_IMAGE;
         match &image.symbols {
             SymbolSource::BuildId { .. } => {
                 if let Some(f) = &file {

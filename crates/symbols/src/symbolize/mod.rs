@@ -9,13 +9,15 @@
 //! - [`address_space`]: user mappings, kernel modules, KASLR and module placement;
 //! - [`images`]: finding and loading the symbol file of an image by build-id;
 //! - [`resolve`]: an address of an image to frames and functions;
-//! - [`stacks`]: threads and the interning of sampled stacks.
+//! - [`stacks`]: threads and the interning of sampled stacks;
+//! - [`unwind`]: kernel callchain + unwound user frames, marked ends, aarch64 LR callers.
 
 mod address_space;
 mod images;
 mod records;
 mod resolve;
 mod stacks;
+mod unwind;
 
 use crate::capture::Capture;
 use crate::elf::SymbolFile;
@@ -201,6 +203,14 @@ struct State<'a> {
     fixed_periods: Vec<Option<u64>>,
     /// PERF_RECORD_THROTTLE records per event, for a perf.data without a manifest.
     throttles: Vec<u64>,
+    /// framehop's unwinder per process, dropped when its mappings change.
+    unwinders: HashMap<i32, crate::unwind::ProcessUnwinder>,
+    /// The CFI of each image, once looked for.
+    cfis: HashMap<usize, Option<Rc<crate::unwind::Cfi>>>,
+    /// Marked frames by name, and their pseudo-image.
+    markers: HashMap<String, FrameRun>,
+    marker_image: Option<usize>,
+    unwind_stats: unwind::UnwindStats,
 }
 
 impl<'a> State<'a> {
@@ -289,6 +299,11 @@ impl<'a> State<'a> {
             stripped: Vec::new(),
             fixed_periods: Vec::new(),
             throttles: Vec::new(),
+            unwinders: HashMap::new(),
+            cfis: HashMap::new(),
+            markers: HashMap::new(),
+            marker_image: None,
+            unwind_stats: unwind::UnwindStats::default(),
         }
     }
 }

@@ -5,9 +5,7 @@ use super::address_space::Mapping;
 use super::{Progress, State};
 use crate::capture::{Capture, PerfData};
 use crate::error::{Error, Result};
-use crate::perf_data::{
-    Item, Records, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PROT_EXEC,
-};
+use crate::perf_data::{Item, Records, PROT_EXEC};
 use crate::profile::Event;
 use kprof_capture::build_id::hex;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
@@ -160,39 +158,7 @@ impl State<'_> {
         let tid = s.tid.unwrap_or(pid);
         let thread = self.thread(pid, tid);
         stack_buf.clear();
-        let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
-        let push = |st: &mut State<'_>, kernel: bool, addr: u64, stack_buf: &mut Vec<usize>| {
-            let frames = if kernel {
-                st.resolve_kernel(addr)
-            } else {
-                st.resolve_user(pid, addr)
-            };
-            stack_buf.extend(frames.start..frames.end);
-        };
-        match &s.callchain {
-            Some(cc) if !cc.is_empty() => {
-                let mut first = true;
-                for i in 0..cc.len() {
-                    let Some(v) = cc.get(i) else { break };
-                    if v >= PERF_CONTEXT_MAX {
-                        kernel = v == PERF_CONTEXT_KERNEL;
-                        if v != PERF_CONTEXT_KERNEL && v != PERF_CONTEXT_USER {
-                            kernel = false;
-                        }
-                        continue;
-                    }
-                    // Return addresses point after the call: look up the call itself.
-                    let a = if first { v } else { v.saturating_sub(1) };
-                    first = false;
-                    push(self, kernel, a, stack_buf);
-                }
-            }
-            _ => {
-                if let Some(ip) = s.ip {
-                    push(self, kernel, ip, stack_buf);
-                }
-            }
-        }
+        self.sample_frames(s, pid, stack_buf);
         let nev = self.profile.events.len();
         let idx = self.intern_stack(thread, stack_buf, nev);
         let stack = &mut self.profile.stacks[idx];
@@ -236,6 +202,7 @@ impl State<'_> {
                 let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
                 if c.is_execve {
                     self.procs.remove(&c.pid);
+                    self.unwinders.remove(&c.pid);
                 }
                 self.comms.insert(c.tid, name);
             }
@@ -301,6 +268,7 @@ impl State<'_> {
             }
         }
         self.event_warnings(capture);
+        self.unwind_warnings();
         // perf adds a `dummy` event to system-wide recordings for side-band records only.
         let keep: Vec<usize> = (0..self.profile.events.len())
             .filter(|i| {

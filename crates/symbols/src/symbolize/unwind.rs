@@ -1,0 +1,388 @@
+//! Call paths of one sample: the kernel part of PERF_SAMPLE_CALLCHAIN joined with the user
+//! frames unwound from PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER, the marked frames
+//! where an unwind stops, and the caller of an aarch64 leaf taken from its link register.
+
+use super::resolve::FrameRun;
+use super::State;
+use crate::elf::{Arch, RawFrame};
+use crate::perf_data::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
+use crate::profile::{Frame, Image, SymbolSource};
+use crate::unwind::{perf_regs, Cfi, End, Place, ProcessUnwinder, UnwindRegs};
+use linux_perf_data::linux_perf_event_reader::{CpuMode, Regs, SampleRecord};
+use std::rc::Rc;
+
+/// Name of the pseudo-image of the marked frames.
+pub(super) const MARKER_IMAGE: &str = "[unwind]";
+/// The marked frame of a user stack whose copy ran out before its root.
+pub(crate) const TRUNCATED: &str = "[truncated]";
+
+/// How user stacks were unwound, for the warnings at the end.
+#[derive(Debug, Default)]
+pub(super) struct UnwindStats {
+    /// Samples with a copied user stack.
+    pub(super) unwound: u64,
+    /// Of them, ending `[truncated]`.
+    pub(super) truncated: u64,
+    /// Frame-pointer call chains cut at an address outside every mapping.
+    pub(super) fp_cut: u64,
+    /// Images without CFI where unwinds stopped, with the count.
+    pub(super) no_cfi: Vec<(String, u64)>,
+}
+
+/// The architecture named by HEADER_ARCH or the manifest's `uname -m`.
+fn arch_named(machine: &str) -> Option<Arch> {
+    match machine {
+        "x86_64" | "amd64" => Some(Arch::X86_64),
+        "aarch64" | "arm64" | "aarch64_be" => Some(Arch::Aarch64),
+        _ => None,
+    }
+}
+
+/// The registers of a sample, as perf numbers them for the sampled architecture.
+fn regs_of(arch: Arch, regs: &Regs<'_>) -> Option<UnwindRegs> {
+    UnwindRegs::from_perf(arch, |r| regs.get(r))
+}
+
+impl State<'_> {
+    /// The architecture of the capture: from its header, else from the sampled registers
+    /// (only aarch64's register set has a register 32, its PC).
+    fn sample_arch(&self, s: &SampleRecord<'_>) -> Option<Arch> {
+        if let Some(a) = self.profile.meta.arch.as_deref().and_then(arch_named) {
+            return Some(a);
+        }
+        let regs = s.user_regs.as_ref().or(s.intr_regs.as_ref())?;
+        Some(if regs.get(perf_regs::ARM64_PC).is_some() {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        })
+    }
+
+    /// The frames of a sample, innermost first, into `stack_buf`.
+    pub(super) fn sample_frames(
+        &mut self,
+        s: &SampleRecord<'_>,
+        pid: i32,
+        stack_buf: &mut Vec<usize>,
+    ) {
+        let arch = self.sample_arch(s);
+        let unwind = match (&s.user_regs, &s.user_stack, arch) {
+            (Some(regs), Some((stack, dyn_size)), Some(arch)) => {
+                regs_of(arch, regs).map(|r| (arch, r, stack, *dyn_size))
+            }
+            _ => None,
+        };
+        let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
+        // (kernel, address to look up), innermost first.
+        let mut entries: Vec<(bool, u64)> = Vec::new();
+        match &s.callchain {
+            Some(cc) if !cc.is_empty() => {
+                let mut first = true;
+                for i in 0..cc.len() {
+                    let Some(v) = cc.get(i) else { break };
+                    if v >= PERF_CONTEXT_MAX {
+                        // The unwound user frames replace the callchain's user part.
+                        if v == PERF_CONTEXT_USER && unwind.is_some() {
+                            break;
+                        }
+                        kernel = v == PERF_CONTEXT_KERNEL;
+                        continue;
+                    }
+                    // Return addresses point after the call: look up the call itself.
+                    let a = if first { v } else { v.saturating_sub(1) };
+                    first = false;
+                    entries.push((kernel, a));
+                }
+            }
+            _ => {
+                if let Some(ip) = s.ip {
+                    if kernel || unwind.is_none() {
+                        entries.push((kernel, ip));
+                    }
+                }
+            }
+        }
+        if arch == Some(Arch::Aarch64) {
+            self.insert_lr_callers(s, pid, &mut entries, unwind.is_some());
+        }
+        // A return address of a frame-pointer chain outside every mapping of a process whose
+        // mappings are known is no code: the chain followed something that was no frame
+        // pointer (code built without them). It ends there, marked, instead of going on with
+        // invented callers.
+        let maps_known = self.procs.get(&pid).is_some_and(|m| !m.is_empty());
+        let mut seen_user = false;
+        let mut cut = false;
+        for (kernel, a) in entries {
+            if !kernel {
+                if seen_user && maps_known && self.mapping_at(pid, a).is_none() {
+                    cut = true;
+                    break;
+                }
+                seen_user = true;
+            }
+            let run = if kernel {
+                self.resolve_kernel(a)
+            } else {
+                self.resolve_user(pid, a)
+            };
+            stack_buf.extend(run.start..run.end);
+        }
+        if cut {
+            self.unwind_stats.fp_cut += 1;
+            let run = self.marker(TRUNCATED.to_string());
+            stack_buf.extend(run.start..run.end);
+        }
+        if let Some((arch, regs, stack, dyn_size)) = unwind {
+            let bytes = stack.as_slice();
+            let used = usize::try_from(dyn_size)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            self.push_unwound(pid, arch, &regs, &bytes[..used], stack_buf);
+        }
+    }
+
+    /// Unwinds a user stack and appends its frames, and the marked frame where it stops.
+    fn push_unwound(
+        &mut self,
+        pid: i32,
+        arch: Arch,
+        regs: &UnwindRegs,
+        stack: &[u8],
+        stack_buf: &mut Vec<usize>,
+    ) {
+        let Some(mut unwinder) = self
+            .unwinders
+            .remove(&pid)
+            .or_else(|| ProcessUnwinder::new(arch))
+        else {
+            return;
+        };
+        let out = unwinder.unwind(regs, stack, &mut |a| self.unwind_place(pid, arch, a));
+        self.unwinders.insert(pid, unwinder);
+        self.unwind_stats.unwound += 1;
+        for (i, a) in out.frames.iter().enumerate() {
+            let look = if i == 0 { *a } else { a.saturating_sub(1) };
+            let run = self.resolve_user(pid, look);
+            stack_buf.extend(run.start..run.end);
+        }
+        let marker = match out.end {
+            End::Root => return,
+            End::Truncated => {
+                self.unwind_stats.truncated += 1;
+                TRUNCATED.to_string()
+            }
+            End::NoUnwindInfo(image) => {
+                match self
+                    .unwind_stats
+                    .no_cfi
+                    .iter_mut()
+                    .find(|(n, _)| *n == image)
+                {
+                    Some((_, c)) => *c += 1,
+                    None => self.unwind_stats.no_cfi.push((image.clone(), 1)),
+                }
+                format!("[no unwind info: {image}]")
+            }
+        };
+        let run = self.marker(marker);
+        stack_buf.extend(run.start..run.end);
+    }
+
+    /// Where `avma` of process `pid` is, for the unwinder of `arch`: CFI of another
+    /// architecture (an arm32 library of a compat process) counts as none.
+    fn unwind_place(&mut self, pid: i32, arch: Arch, avma: u64) -> Place {
+        let Some((img, start, end, pgoff)) = self.mapping_at(pid, avma) else {
+            return Place::Unmapped;
+        };
+        let name = self.profile.images[img].name.clone();
+        let Some(cfi) = self.image_cfi(img).filter(|c| c.arch() == arch) else {
+            return Place::NoCfi(name);
+        };
+        match cfi.offset_to_address(pgoff) {
+            Some(svma) => Place::Cfi {
+                name,
+                avma: start..end,
+                base_avma: start.wrapping_sub(svma),
+                cfi,
+            },
+            None => Place::NoCfi(name),
+        }
+    }
+
+    /// The CFI of an image: its symbol file's, else that of another file with its build-id
+    /// (the stripped binary next to a split debug file keeps `.eh_frame`).
+    pub(super) fn image_cfi(&mut self, img: usize) -> Option<Rc<Cfi>> {
+        if let Some(c) = self.cfis.get(&img) {
+            return c.clone();
+        }
+        let own = self.files.get(img).and_then(|f| f.as_ref()?.cfi());
+        let cfi = own.or_else(|| {
+            let image = &self.profile.images[img];
+            let id = image.build_id.as_deref()?;
+            let recorded = std::path::Path::new(&image.recorded_path);
+            self.sources
+                .files_with_build_id(id, Some(recorded))
+                .iter()
+                .find_map(|p| {
+                    let map = crate::elf::map_file(p).ok()?;
+                    Cfi::from_elf(&map).map(Rc::new)
+                })
+        });
+        self.cfis.insert(img, cfi.clone());
+        cfi
+    }
+
+    /// The frame of a marked end of a path (`[truncated]`, `[no unwind info: IMAGE]`).
+    fn marker(&mut self, name: String) -> FrameRun {
+        if let Some(r) = self.markers.get(&name) {
+            return *r;
+        }
+        let img = match self.marker_image {
+            Some(i) => i,
+            None => {
+                let i = self.add_image(
+                    Image {
+                        name: MARKER_IMAGE.into(),
+                        recorded_path: MARKER_IMAGE.into(),
+                        build_id: None,
+                        kernel: false,
+                        symbols: SymbolSource::Missing {
+                            why: "marks where unwinding stopped".into(),
+                        },
+                    },
+                    None,
+                );
+                self.marker_image = Some(i);
+                i
+            }
+        };
+        let function = self.function(
+            img,
+            &RawFrame {
+                name: Some(name.clone()),
+                func_start: None,
+                func_size: None,
+                file: None,
+                line: None,
+                inlined: false,
+            },
+        );
+        let start = self.profile.frames.len();
+        self.profile.frames.push(Frame {
+            function,
+            address: 0,
+            file: None,
+            line: None,
+            inlined: false,
+        });
+        let run = FrameRun {
+            start,
+            end: start + 1,
+        };
+        self.markers.insert(name, run);
+        run
+    }
+
+    /// aarch64 leaf callers from LR: after the kernel leaf (REGS_INTR) and after the user
+    /// leaf of a frame-pointer chain (REGS_USER), LR's function is inserted when the CFI at
+    /// the leaf's PC says the return address is still in LR and the chain does not already
+    /// have that function next. Without CFI nothing is inserted.
+    fn insert_lr_callers(
+        &mut self,
+        s: &SampleRecord<'_>,
+        pid: i32,
+        entries: &mut Vec<(bool, u64)>,
+        user_unwound: bool,
+    ) {
+        let lr_of = |r: Option<&Regs<'_>>| {
+            let r = r?;
+            r.get(perf_regs::ARM64_PC)?;
+            r.get(perf_regs::ARM64_LR).filter(|lr| *lr != 0)
+        };
+        if let (Some(lr), Some((true, leaf))) = (lr_of(s.intr_regs.as_ref()), entries.first()) {
+            let leaf = *leaf;
+            if matches!(s.cpu_mode, CpuMode::Kernel) && self.kernel_ra_in_lr(leaf) == Some(true) {
+                self.insert_after(0, (true, lr.saturating_sub(1)), pid, entries);
+            }
+        }
+        if user_unwound {
+            return;
+        }
+        let Some(lr) = lr_of(s.user_regs.as_ref()) else {
+            return;
+        };
+        let Some(j) = entries.iter().position(|(k, _)| !k) else {
+            return;
+        };
+        if self.user_ra_in_lr(pid, entries[j].1) == Some(true) {
+            self.insert_after(j, (false, lr.saturating_sub(1)), pid, entries);
+        }
+    }
+
+    /// Inserts `caller` after `entries[at]` unless the next entry is in the same function.
+    fn insert_after(
+        &mut self,
+        at: usize,
+        caller: (bool, u64),
+        pid: i32,
+        entries: &mut Vec<(bool, u64)>,
+    ) {
+        let caller_fn = self.outer_function(caller, pid);
+        let same = entries
+            .get(at + 1)
+            .is_some_and(|next| self.outer_function(*next, pid) == caller_fn);
+        // The leaf itself as its own caller is recursion the LR cannot prove.
+        let leaf_fn = self.outer_function(entries[at], pid);
+        if !same && caller_fn != leaf_fn {
+            entries.insert(at + 1, caller);
+        }
+    }
+
+    /// The (outermost, not inlined) function an entry resolves to.
+    fn outer_function(&mut self, (kernel, a): (bool, u64), pid: i32) -> usize {
+        let run = if kernel {
+            self.resolve_kernel(a)
+        } else {
+            self.resolve_user(pid, a)
+        };
+        self.profile.frames[run.end - 1].function
+    }
+
+    /// Whether the CFI of the kernel code at run-time address `addr` keeps the return
+    /// address in LR there.
+    fn kernel_ra_in_lr(&mut self, addr: u64) -> Option<bool> {
+        let (image, lookup, _) = self.kernel_lookup(addr);
+        let cfi = self.files.get(image)?.as_ref()?.cfi()?;
+        cfi.return_address_in_lr(lookup)
+    }
+
+    /// The same for user code of process `pid`.
+    fn user_ra_in_lr(&mut self, pid: i32, addr: u64) -> Option<bool> {
+        let (img, start, _, pgoff) = self.mapping_at(pid, addr)?;
+        let cfi = self.image_cfi(img)?;
+        let svma = cfi.offset_to_address((addr - start).wrapping_add(pgoff))?;
+        cfi.return_address_in_lr(svma)
+    }
+
+    /// The warnings about unwinding, at the end.
+    pub(super) fn unwind_warnings(&mut self) {
+        let st = std::mem::take(&mut self.unwind_stats);
+        if st.truncated > 0 {
+            self.profile.warnings.push(format!(
+                "{} of {} user stacks end in {TRUNCATED}: the copied stack (--call-graph dwarf,SIZE) ended before the root, or held no return address",
+                st.truncated, st.unwound
+            ));
+        }
+        if st.fp_cut > 0 {
+            self.profile.warnings.push(format!(
+                "{} frame-pointer call chains end in {TRUNCATED} at a return address outside every mapping: the code was built without frame pointers; record with --call-graph dwarf",
+                st.fp_cut
+            ));
+        }
+        for (image, n) in st.no_cfi {
+            self.profile.warnings.push(format!(
+                "{n} user stacks end in [no unwind info: {image}]: no .eh_frame or .debug_frame for it (keep .eh_frame when stripping, or add a file with its build-id to the symbol paths)"
+            ));
+        }
+    }
+}

@@ -1,0 +1,677 @@
+//! DWARF CFI unwinding of sampled user stacks (PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER,
+//! `perf record --call-graph dwarf`) with framehop, and the link-register rule for leaf
+//! functions on aarch64.
+//!
+//! Sans-IO like the rest of the library: a [`Cfi`] is built from the bytes of an ELF file the
+//! caller read, a [`ProcessUnwinder`] asks the caller where each address is mapped
+//! ([`Place`]). An unwind ends at the root of the stack, where the copied stack runs out
+//! ([`End::Truncated`]) or at code without CFI ([`End::NoUnwindInfo`]): framehop's guess by
+//! frame pointer is never taken for code without CFI, so a path is cut short rather than
+//! continued with invented callers.
+
+use crate::elf::Arch;
+use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
+use gimli::{
+    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, Register,
+    RegisterRule, UnwindContext, UnwindSection,
+};
+use object::{Object, ObjectSection, ObjectSegment};
+use std::collections::HashSet;
+use std::ops::Range;
+use std::rc::Rc;
+
+/// Register numbers of `arch/*/include/uapi/asm/perf_regs.h`: the bit of each register in
+/// `sample_regs_user` / `sample_regs_intr`, and its place among the sampled values.
+pub mod perf_regs {
+    /// x86_64 `PERF_REG_X86_BP`.
+    pub const X86_BP: u64 = 6;
+    /// x86_64 `PERF_REG_X86_SP`.
+    pub const X86_SP: u64 = 7;
+    /// x86_64 `PERF_REG_X86_IP`.
+    pub const X86_IP: u64 = 8;
+    /// aarch64 `PERF_REG_ARM64_X29` (the frame pointer).
+    pub const ARM64_FP: u64 = 29;
+    /// aarch64 `PERF_REG_ARM64_LR` (x30).
+    pub const ARM64_LR: u64 = 30;
+    /// aarch64 `PERF_REG_ARM64_SP`.
+    pub const ARM64_SP: u64 = 31;
+    /// aarch64 `PERF_REG_ARM64_PC`.
+    pub const ARM64_PC: u64 = 32;
+}
+
+/// The DWARF number of aarch64's link register x30, the return address column of its CIEs.
+const DWARF_ARM64_LR: u16 = 30;
+/// Frames of one unwound stack at most: a loop in a corrupt stack ends here.
+const MAX_FRAMES: usize = 512;
+/// FDEs indexed per section at most (vmlinux has ~100k).
+const MAX_FDES: usize = 1 << 21;
+
+/// The registers unwinding starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnwindRegs {
+    /// The sampled instruction.
+    pub pc: u64,
+    /// The stack pointer; the copied stack starts here.
+    pub sp: u64,
+    /// The frame pointer (rbp, x29).
+    pub fp: u64,
+    /// The link register (aarch64 x30), when sampled.
+    pub lr: Option<u64>,
+}
+
+impl UnwindRegs {
+    /// The registers of `arch` from sampled perf registers, `get(perf register number)`;
+    /// `None` without PC and SP, or for another architecture.
+    pub fn from_perf(arch: Arch, get: impl Fn(u64) -> Option<u64>) -> Option<Self> {
+        use perf_regs::*;
+        match arch {
+            Arch::X86_64 => Some(Self {
+                pc: get(X86_IP)?,
+                sp: get(X86_SP)?,
+                fp: get(X86_BP).unwrap_or(0),
+                lr: None,
+            }),
+            Arch::Aarch64 => Some(Self {
+                pc: get(ARM64_PC)?,
+                sp: get(ARM64_SP)?,
+                fp: get(ARM64_FP).unwrap_or(0),
+                lr: get(ARM64_LR),
+            }),
+            Arch::Other => None,
+        }
+    }
+}
+
+/// One FDE of the indexed section: the code `[start, end)` it describes and its offset.
+#[derive(Debug, Clone, Copy)]
+struct Fde {
+    start: u64,
+    end: u64,
+    offset: usize,
+}
+
+/// Which section the FDE index is of: framehop uses `.eh_frame` when there is one, else
+/// `.debug_frame`, and the index must say what framehop will find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Indexed {
+    EhFrame,
+    DebugFrame,
+}
+
+/// The unwind sections of one ELF file, as given by a caller that read them.
+#[derive(Debug, Clone, Default)]
+pub struct CfiSections {
+    /// Instruction set of the file.
+    pub arch: Option<Arch>,
+    /// Address range of `.text`.
+    pub text: Option<Range<u64>>,
+    /// Address and bytes of `.eh_frame`.
+    pub eh_frame: Option<(u64, Vec<u8>)>,
+    /// Address and bytes of `.eh_frame_hdr`.
+    pub eh_frame_hdr: Option<(u64, Vec<u8>)>,
+    /// Bytes of `.debug_frame` (relocated, for a placed `.ko`).
+    pub debug_frame: Option<Vec<u8>>,
+    /// `(file offset, address, size)` of each PT_LOAD segment: where a mapping's page
+    /// offset is in the file's addresses.
+    pub segments: Vec<(u64, u64, u64)>,
+}
+
+/// The call frame information of one file, indexed: which addresses it covers, the framehop
+/// module for a mapping of it, and the rule of a row.
+#[derive(Debug)]
+pub struct Cfi {
+    arch: Arch,
+    text: Option<Range<u64>>,
+    eh_frame: Option<(Range<u64>, Rc<[u8]>)>,
+    eh_frame_hdr: Option<(Range<u64>, Rc<[u8]>)>,
+    debug_frame: Option<Rc<[u8]>>,
+    segments: Vec<(u64, u64, u64)>,
+    indexed: Indexed,
+    fdes: Vec<Fde>,
+}
+
+impl Cfi {
+    /// Indexes the sections; `None` for an architecture other than x86_64 and aarch64 or
+    /// without any FDE.
+    pub fn new(s: CfiSections) -> Option<Self> {
+        let arch = s.arch.filter(|a| *a != Arch::Other)?;
+        let range = |addr: u64, len: usize| addr..addr.saturating_add(len as u64);
+        let eh_frame = s
+            .eh_frame
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(a, b)| (range(a, b.len()), Rc::<[u8]>::from(b)));
+        let eh_frame_hdr = s
+            .eh_frame_hdr
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(a, b)| (range(a, b.len()), Rc::<[u8]>::from(b)));
+        let debug_frame = s
+            .debug_frame
+            .filter(|b| !b.is_empty())
+            .map(Rc::<[u8]>::from);
+        let mut cfi = Self {
+            arch,
+            text: s.text,
+            eh_frame,
+            eh_frame_hdr,
+            debug_frame,
+            segments: s.segments,
+            indexed: Indexed::EhFrame,
+            fdes: Vec::new(),
+        };
+        let bases = cfi.bases();
+        if let Some((_, b)) = &cfi.eh_frame {
+            let sec = EhFrame::new(&b[..], LittleEndian);
+            cfi.fdes = index(&sec, &bases);
+        }
+        if cfi.fdes.is_empty() {
+            cfi.eh_frame = None;
+            cfi.eh_frame_hdr = None;
+            if let Some(b) = &cfi.debug_frame {
+                let mut sec = DebugFrame::new(&b[..], LittleEndian);
+                sec.set_address_size(8);
+                cfi.fdes = index(&sec, &bases);
+                cfi.indexed = Indexed::DebugFrame;
+            }
+        }
+        (!cfi.fdes.is_empty()).then_some(cfi)
+    }
+
+    /// The CFI of a linked ELF file (an executable, a shared library, vmlinux) from its bytes:
+    /// `.eh_frame` with `.eh_frame_hdr`, else `.debug_frame`. `None` when it has none or does
+    /// not parse.
+    pub fn from_elf(data: &[u8]) -> Option<Self> {
+        let obj = object::File::parse(data).ok()?;
+        Self::new(sections_of(&obj, None))
+    }
+
+    /// Instruction set of the file.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// Converts a file offset (a mapping's page offset) to an address of the file.
+    pub fn offset_to_address(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(off, _, size)| offset >= *off && offset < off.saturating_add(*size))
+            .map(|(off, vaddr, _)| vaddr.wrapping_add(offset - off))
+    }
+
+    fn bases(&self) -> BaseAddresses {
+        let mut b = BaseAddresses::default();
+        if let Some((r, _)) = &self.eh_frame {
+            b = b.set_eh_frame(r.start);
+        }
+        if let Some((r, _)) = &self.eh_frame_hdr {
+            b = b.set_eh_frame_hdr(r.start);
+        }
+        if let Some(t) = &self.text {
+            b = b.set_text(t.start);
+        }
+        b
+    }
+
+    fn fde_at(&self, addr: u64) -> Option<Fde> {
+        let i = self.fdes.partition_point(|f| f.start <= addr);
+        let f = *self.fdes.get(i.checked_sub(1)?)?;
+        (addr < f.end).then_some(f)
+    }
+
+    /// Whether an FDE of the indexed section describes the code at `addr`.
+    pub fn covers(&self, addr: u64) -> bool {
+        self.fde_at(addr).is_some()
+    }
+
+    /// aarch64: whether the return address of the function at `addr` is still in the link
+    /// register there (the row's rule for x30 is unchanged: not saved yet, or a frameless
+    /// leaf). `None` when no FDE covers `addr`, the rule does not parse, or on x86_64.
+    pub fn return_address_in_lr(&self, addr: u64) -> Option<bool> {
+        if self.arch != Arch::Aarch64 {
+            return None;
+        }
+        let fde = self.fde_at(addr)?;
+        let bases = self.bases();
+        let row_rule = |ra: Register, rule: RegisterRule<usize>, cfa: &CfaRule<usize>| {
+            ra == Register(DWARF_ARM64_LR)
+                && matches!(rule, RegisterRule::Undefined | RegisterRule::SameValue)
+                && matches!(cfa, CfaRule::RegisterAndOffset { .. })
+        };
+        let mut ctx = Box::new(UnwindContext::new());
+        match self.indexed {
+            Indexed::EhFrame => {
+                let (_, b) = self.eh_frame.as_ref()?;
+                let sec = EhFrame::new(&b[..], LittleEndian);
+                let fde = sec
+                    .fde_from_offset(&bases, gimli::EhFrameOffset(fde.offset), |s, b, o| {
+                        s.cie_from_offset(b, o)
+                    })
+                    .ok()?;
+                let ra = fde.cie().return_address_register();
+                let row = fde
+                    .unwind_info_for_address(&sec, &bases, &mut ctx, addr)
+                    .ok()?;
+                Some(row_rule(ra, row.register(ra), row.cfa()))
+            }
+            Indexed::DebugFrame => {
+                let b = self.debug_frame.as_ref()?;
+                let mut sec = DebugFrame::new(&b[..], LittleEndian);
+                sec.set_address_size(8);
+                let fde = sec
+                    .fde_from_offset(&bases, gimli::DebugFrameOffset(fde.offset), |s, b, o| {
+                        s.cie_from_offset(b, o)
+                    })
+                    .ok()?;
+                let ra = fde.cie().return_address_register();
+                let row = fde
+                    .unwind_info_for_address(&sec, &bases, &mut ctx, addr)
+                    .ok()?;
+                Some(row_rule(ra, row.register(ra), row.cfa()))
+            }
+        }
+    }
+
+    /// The framehop module of a mapping of this file at `avma`, whose address 0 is at
+    /// `base_avma`.
+    fn module(&self, name: &str, avma: Range<u64>, base_avma: u64) -> Module<Rc<[u8]>> {
+        let info = ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text.clone(),
+            eh_frame_svma: self.eh_frame.as_ref().map(|(r, _)| r.clone()),
+            eh_frame: self.eh_frame.as_ref().map(|(_, b)| b.clone()),
+            eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
+            eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|(_, b)| b.clone()),
+            debug_frame: match self.indexed {
+                Indexed::DebugFrame => self.debug_frame.clone(),
+                Indexed::EhFrame => None,
+            },
+            ..Default::default()
+        };
+        Module::new(name.to_string(), avma, base_avma, info)
+    }
+}
+
+/// The FDEs of a section, sorted by start address.
+fn index<'a, S: UnwindSection<EndianSlice<'a, LittleEndian>>>(
+    sec: &S,
+    bases: &BaseAddresses,
+) -> Vec<Fde> {
+    let mut out = Vec::new();
+    let mut entries = sec.entries(bases);
+    while out.len() < MAX_FDES {
+        match entries.next() {
+            Ok(Some(CieOrFde::Fde(partial))) => {
+                if let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) {
+                    let start = fde.initial_address();
+                    let end = start.saturating_add(fde.len());
+                    if end > start {
+                        out.push(Fde {
+                            start,
+                            end,
+                            offset: fde.offset(),
+                        });
+                    }
+                }
+            }
+            Ok(Some(CieOrFde::Cie(_))) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    out.sort_by_key(|f| (f.start, f.end));
+    out
+}
+
+/// The unwind sections of a parsed ELF file; `debug_frame` replaces its `.debug_frame`
+/// (relocated for a placed `.ko`).
+pub fn sections_of(obj: &object::File<'_>, debug_frame: Option<Vec<u8>>) -> CfiSections {
+    let arch = match obj.architecture() {
+        object::Architecture::X86_64 => Arch::X86_64,
+        object::Architecture::Aarch64 => Arch::Aarch64,
+        _ => Arch::Other,
+    };
+    let bytes = |name: &str| {
+        let sec = obj.section_by_name(name)?;
+        let data = sec.uncompressed_data().ok()?;
+        // NOBITS (a split debug file's `.eh_frame`) reads as empty.
+        (!data.is_empty()).then(|| (sec.address(), data.into_owned()))
+    };
+    let segments = obj
+        .segments()
+        .filter_map(|s| {
+            let (off, size) = s.file_range();
+            (size > 0).then(|| (off, s.address(), size))
+        })
+        .collect();
+    CfiSections {
+        arch: obj.is_little_endian().then_some(arch),
+        text: obj
+            .section_by_name(".text")
+            .map(|s| s.address()..s.address().saturating_add(s.size())),
+        eh_frame: bytes(".eh_frame"),
+        eh_frame_hdr: bytes(".eh_frame_hdr"),
+        debug_frame: debug_frame.or_else(|| bytes(".debug_frame").map(|(_, b)| b)),
+        segments,
+    }
+}
+
+/// Where an address of the unwound process is, as the caller knows from the mappings.
+#[derive(Debug)]
+pub enum Place {
+    /// In no executable mapping: not code, the stack is garbage from here.
+    Unmapped,
+    /// In the image named, which has no unwind information.
+    NoCfi(String),
+    /// In a mapping `[avma)` of the image named, whose address 0 is at `base_avma`.
+    Cfi {
+        /// Image name, for the marked frame.
+        name: String,
+        /// The mapping.
+        avma: Range<u64>,
+        /// Run-time address of the file's address 0.
+        base_avma: u64,
+        /// The image's CFI.
+        cfi: Rc<Cfi>,
+    },
+}
+
+/// Why an unwound stack ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// At the root function (its CFI says there is no caller).
+    Root,
+    /// The copied stack ran out or held no plausible return address.
+    Truncated,
+    /// At code of the image named, which has no unwind information.
+    NoUnwindInfo(String),
+}
+
+/// An unwound user stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unwound {
+    /// The sampled PC, then the return addresses, innermost first.
+    pub frames: Vec<u64>,
+    /// Why it ends.
+    pub end: End,
+}
+
+enum Inner {
+    X86(UnwinderX86_64<Rc<[u8]>>, Box<CacheX86_64>),
+    Arm(UnwinderAarch64<Rc<[u8]>>, Box<CacheAarch64>),
+}
+
+/// framehop's unwinder of one process, with the mappings added to it so far.
+pub struct ProcessUnwinder {
+    inner: Inner,
+    added: HashSet<u64>,
+}
+
+impl std::fmt::Debug for ProcessUnwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessUnwinder")
+            .field("modules", &self.added.len())
+            .finish()
+    }
+}
+
+impl ProcessUnwinder {
+    /// An unwinder for a process of `arch`; `None` for an architecture framehop does not do.
+    pub fn new(arch: Arch) -> Option<Self> {
+        let inner = match arch {
+            Arch::X86_64 => Inner::X86(UnwinderX86_64::new(), Box::new(CacheX86_64::new())),
+            Arch::Aarch64 => Inner::Arm(UnwinderAarch64::new(), Box::new(CacheAarch64::new())),
+            Arch::Other => return None,
+        };
+        Some(Self {
+            inner,
+            added: HashSet::new(),
+        })
+    }
+
+    /// Unwinds the stack `stack` copied at `regs.sp`, asking `place` where each address is.
+    pub fn unwind(
+        &mut self,
+        regs: &UnwindRegs,
+        stack: &[u8],
+        place: &mut dyn FnMut(u64) -> Place,
+    ) -> Unwound {
+        let sp = regs.sp;
+        let mut read = |addr: u64| -> Result<u64, ()> {
+            let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+            let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+            Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
+        };
+        let mut frames = vec![regs.pc];
+        let mut addr = FrameAddress::from_instruction_pointer(regs.pc);
+        let mut x86 = UnwindRegsX86_64::new(regs.pc, regs.sp, regs.fp);
+        let mut arm = UnwindRegsAarch64::new(regs.lr.unwrap_or(0), regs.sp, regs.fp);
+        loop {
+            let lookup = addr.address_for_lookup();
+            match place(lookup) {
+                Place::Unmapped => {
+                    if addr.is_return_address() {
+                        frames.pop();
+                    }
+                    return Unwound {
+                        frames,
+                        end: End::Truncated,
+                    };
+                }
+                Place::NoCfi(name) => {
+                    return Unwound {
+                        frames,
+                        end: End::NoUnwindInfo(name),
+                    }
+                }
+                Place::Cfi {
+                    name,
+                    avma,
+                    base_avma,
+                    cfi,
+                } => {
+                    let covered = lookup
+                        .checked_sub(base_avma)
+                        .is_some_and(|svma| cfi.covers(svma));
+                    if !covered || u32::try_from(lookup - base_avma).is_err() {
+                        return Unwound {
+                            frames,
+                            end: End::NoUnwindInfo(name),
+                        };
+                    }
+                    if self.added.insert(avma.start) {
+                        let m = cfi.module(&name, avma, base_avma);
+                        match &mut self.inner {
+                            Inner::X86(u, _) => u.add_module(m),
+                            Inner::Arm(u, _) => u.add_module(m),
+                        }
+                    }
+                }
+            }
+            if frames.len() >= MAX_FRAMES {
+                return Unwound {
+                    frames,
+                    end: End::Truncated,
+                };
+            }
+            // framehop 0.15 subtracts unchecked from a CFA that damaged CFI or a garbage
+            // frame pointer can put below 8 (`x86_64/dwarf.rs`, `cfa - 8`): that is an
+            // overflow panic with debug assertions (a wrapped address in release builds),
+            // and ends the unwind here either way.
+            let step = crate::quiet_panic::catch_quietly(|| match &mut self.inner {
+                Inner::X86(u, c) => u.unwind_frame(addr, &mut x86, c, &mut read),
+                Inner::Arm(u, c) => u.unwind_frame(addr, &mut arm, c, &mut read),
+            });
+            let next = match step {
+                Some(next) => next,
+                None => {
+                    // The rule cache may hold what the failed step left.
+                    match &mut self.inner {
+                        Inner::X86(_, c) => **c = CacheX86_64::new(),
+                        Inner::Arm(_, c) => **c = CacheAarch64::new(),
+                    }
+                    Err(framehop::Error::IntegerOverflow)
+                }
+            };
+            let end = match next {
+                Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                    Some(a) => {
+                        frames.push(ra);
+                        addr = a;
+                        continue;
+                    }
+                    None => End::Root,
+                },
+                Ok(None) => End::Root,
+                Err(_) => End::Truncated,
+            };
+            return Unwound { frames, end };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The perf register numbers pick PC, SP, FP (and LR on aarch64) out of sampled values.
+    #[test]
+    fn regs_perf_x86_64_and_aarch64_mapping() {
+        let x86 = UnwindRegs::from_perf(Arch::X86_64, |r| Some(100 + r)).unwrap();
+        assert_eq!((x86.pc, x86.sp, x86.fp, x86.lr), (108, 107, 106, None));
+        let arm = UnwindRegs::from_perf(Arch::Aarch64, |r| Some(100 + r)).unwrap();
+        assert_eq!((arm.pc, arm.sp, arm.fp, arm.lr), (132, 131, 129, Some(130)));
+        assert!(UnwindRegs::from_perf(Arch::Aarch64, |r| (r != 32).then_some(1)).is_none());
+        assert!(UnwindRegs::from_perf(Arch::Other, |_| Some(1)).is_none());
+    }
+
+    /// Random CFI bytes, registers and stacks end an unwind without a panic and with at
+    /// most [`MAX_FRAMES`] frames.
+    #[test]
+    fn unwind_random_bytes_no_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..3000 {
+            let len = (next() % 512) as usize;
+            let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            crate::fuzzing::unwind(&bytes);
+            // Also a well-formed CIE/FDE pair with random rules.
+            let mut cfi = well_formed_cfi();
+            for b in cfi.iter_mut().skip(24) {
+                if next() % 4 == 0 {
+                    *b = next() as u8;
+                }
+            }
+            let mut input = vec![(round % 2) as u8];
+            input.extend_from_slice(&(cfi.len() as u16).to_le_bytes());
+            input.extend_from_slice(&cfi);
+            input.extend((0..(next() % 300)).map(|_| next() as u8));
+            crate::fuzzing::unwind(&input);
+        }
+    }
+
+    /// x86_64 with `.debug_frame` (CFA = rsp + 16, return address at CFA - 8): two return
+    /// addresses read from the copied stack, then the end at a zero return address; an
+    /// address outside the FDE ends `[no unwind info]`, one outside the mappings is dropped.
+    #[test]
+    fn unwind_debug_frame_x86_64_two_frames() {
+        let base = 0x40_0000u64;
+        let cfi = Rc::new(
+            Cfi::new(CfiSections {
+                arch: Some(Arch::X86_64),
+                debug_frame: Some(well_formed_cfi()),
+                segments: vec![(0, 0, 0x2000)],
+                ..CfiSections::default()
+            })
+            .expect("one FDE"),
+        );
+        assert!(cfi.covers(0x1000) && cfi.covers(0x10ff) && !cfi.covers(0x1100));
+        let stack: Vec<u8> = [0, base + 0x1020, 0, base + 0x1030, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let regs = UnwindRegs {
+            pc: base + 0x1010,
+            sp: 0x7fff_0000,
+            fp: 0,
+            lr: None,
+        };
+        let mut place = |a: u64| {
+            if (base..base + 0x2000).contains(&a) {
+                Place::Cfi {
+                    name: "demo".into(),
+                    avma: base..base + 0x2000,
+                    base_avma: base,
+                    cfi: cfi.clone(),
+                }
+            } else {
+                Place::Unmapped
+            }
+        };
+        let mut u = ProcessUnwinder::new(Arch::X86_64).unwrap();
+        let out = u.unwind(&regs, &stack, &mut place);
+        assert_eq!(out.frames, [base + 0x1010, base + 0x1020, base + 0x1030]);
+        assert_ne!(out.end, End::NoUnwindInfo("demo".into()));
+
+        // The second return address points outside the FDE.
+        let stack: Vec<u8> = [0, base + 0x1020, 0, base + 0x1800, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let out = u.unwind(&regs, &stack, &mut place);
+        assert_eq!(out.frames, [base + 0x1010, base + 0x1020, base + 0x1800]);
+        assert_eq!(out.end, End::NoUnwindInfo("demo".into()));
+
+        // ... or outside every mapping: garbage, dropped, and the path is truncated.
+        let stack: Vec<u8> = [0, base + 0x1020, 0, 0x1234_5678, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let out = u.unwind(&regs, &stack, &mut place);
+        assert_eq!(out.frames, [base + 0x1010, base + 0x1020]);
+        assert_eq!(out.end, End::Truncated);
+
+        // A stack copy that ends before the first return address.
+        let out = u.unwind(&regs, &stack[..8], &mut place);
+        assert_eq!(out.frames, [base + 0x1010]);
+        assert_eq!(out.end, End::Truncated);
+    }
+
+    /// Fuzzer finding (run 9): a CFA of rbp + 8 with rbp 0x10 - 0x18 made framehop subtract
+    /// below zero; the unwind ends instead of panicking.
+    #[test]
+    fn unwind_fuzz_cfa_below_8_no_panic() {
+        let input: &[u8] = &[
+            0x00, 0x32, 0x00, 0x10, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00, 0x01,
+            0x2b, 0x10, 0x0c, 0x06, 0x08, 0x90, 0x01, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x28, 0x00, 0x86, 0x10, 0x0e, 0x00, 0x00, 0x10, 0x10, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        crate::fuzzing::unwind(input);
+    }
+
+    /// A `.debug_frame` with one CIE (code align 1, data align -8, RA column 16 / 30) and one
+    /// FDE for 0x1000..0x1100 with `def_cfa_offset 16; offset ra, cfa-8`.
+    pub(crate) fn well_formed_cfi() -> Vec<u8> {
+        let mut v = Vec::new();
+        // CIE: length, id 0xffffffff, version 1, aug "", code align 1, data align -8, RA 16
+        let cie = [
+            0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0,
+        ];
+        v.extend_from_slice(&(cie.len() as u32).to_le_bytes());
+        v.extend_from_slice(&cie);
+        let mut fde = Vec::new();
+        fde.extend_from_slice(&0u32.to_le_bytes()); // CIE pointer
+        fde.extend_from_slice(&0x1000u64.to_le_bytes());
+        fde.extend_from_slice(&0x100u64.to_le_bytes());
+        fde.extend_from_slice(&[0x0e, 16, 0x90, 1, 0, 0]);
+        v.extend_from_slice(&(fde.len() as u32).to_le_bytes());
+        v.extend_from_slice(&fde);
+        v
+    }
+}
