@@ -13,6 +13,9 @@ pub const LOST_SAMPLES: u32 = 13;
 /// perf's user-space record that closes a round of ordered events.
 pub const FINISHED_ROUND: u32 = 68;
 
+/// `PERF_RECORD_MISC_MMAP_DATA`: the map is not executable.
+pub const MISC_MMAP_DATA: u16 = 1 << 13;
+
 /// Size of the `sample_id_all` trailer for TID|TIME|CPU|IDENTIFIER.
 pub const ID_TRAILER: usize = 32;
 
@@ -47,10 +50,12 @@ pub fn comm(pid: i32, tid: i32, name: &str) -> Vec<u8> {
     finish(b, name)
 }
 
-/// `PERF_RECORD_MMAP2` for one executable map of an existing process.
+/// `PERF_RECORD_MMAP2` for one file map of an existing process (flagged as data, as the
+/// kernel and perf flag them, unless executable).
 pub fn mmap2(pid: i32, m: &MapLine) -> Vec<u8> {
     let mut b = Vec::with_capacity(128);
-    header(&mut b, MMAP2, crate::perf_data_writer::MISC_USER);
+    let data = if m.exec { 0 } else { MISC_MMAP_DATA };
+    header(&mut b, MMAP2, crate::perf_data_writer::MISC_USER | data);
     b.extend_from_slice(&pid.to_ne_bytes());
     b.extend_from_slice(&pid.to_ne_bytes());
     b.extend_from_slice(&m.start.to_ne_bytes());
@@ -135,9 +140,12 @@ pub fn classify(rec: &[u8]) -> Count {
     }
 }
 
-/// The file name of a kernel-emitted MMAP2 record with its pid, if the map is a file.
+/// The file name of a kernel-emitted MMAP2 record with its pid, if the map is a file and
+/// executable: the build-ids the capture collects are those of code (data maps, recorded for
+/// DWARF unwinding, would otherwise have every mapped data file read at the end).
 pub fn mmap2_filename(rec: &[u8]) -> Option<(i32, &[u8])> {
-    if rd_u32(rec, 0)? != MMAP2 {
+    let misc = u16::from_ne_bytes(rec.get(4..6)?.try_into().ok()?);
+    if rd_u32(rec, 0)? != MMAP2 || misc & MISC_MMAP_DATA != 0 {
         return None;
     }
     let pid = rd_u32(rec, 8)? as i32;
@@ -163,6 +171,13 @@ mod tests {
         assert_eq!(u16::from_ne_bytes([r[6], r[7]]) as usize, r.len());
         let (pid, name) = mmap2_filename(&r).unwrap();
         assert_eq!((pid, name), (77, &b"/usr/bin/dbus-daemon"[..]));
+        let ro = crate::procfs::parse_maps_line(
+            "00452000-00460000 r--p 00052000 08:02 173521 /usr/bin/dbus-daemon",
+        )
+        .unwrap();
+        let r = mmap2(77, &ro);
+        assert_ne!(u16::from_ne_bytes([r[4], r[5]]) & MISC_MMAP_DATA, 0);
+        assert_eq!(mmap2_filename(&r), None);
         let c = comm(1, 2, "a-very-long-command-name");
         assert_eq!(c.len() % 8, 0);
         assert_eq!(&c[16..31], b"a-very-long-com");
