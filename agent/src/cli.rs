@@ -8,8 +8,9 @@ use crate::events::{self, EventSpec};
 use crate::Error;
 
 pub const USAGE: &str = "\
-usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g] [-a | -p PID]
-                          [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N] [-- CMD ARGS...]
+usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
+                          [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
+                          [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
@@ -22,9 +23,11 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
               else cpu-clock)
   -F HZ       sampling frequency (default 4000)      -c PERIOD  fixed sample period
   -g          record call chains (frame pointers)    -a         all CPUs, system-wide (default)
+  --call-graph fp|dwarf[,SIZE]   call chains by frame pointers, or user registers and SIZE
+              bytes of user stack (default 8192, a multiple of 8 up to 65528) for DWARF unwinding
   -p PID      only this process and its threads      -C CPUS    CPU list, e.g. 0,2-3
   --duration SECS   stop after SECS seconds          -o DIR     capture dir
-  --mmap-pages N    ring buffer pages per CPU, a power of two (default 128)
+  --mmap-pages N    ring buffer pages per CPU, a power of two (default 128, 512 with dwarf)
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -33,7 +36,72 @@ rm       delete captures by id
 /// Default ring buffer size per CPU: 512 KiB with 4 KiB pages, room for >100 ms of 4 kHz
 /// samples with deep call chains between two wake-ups.
 pub const DEFAULT_MMAP_PAGES: usize = 128;
+/// Default ring size with `--call-graph dwarf`: each sample carries its stack copy (8 KiB by
+/// default), so 512 KiB holds only ~60 samples; 2 MiB per CPU keeps the same ~100 ms of 4 kHz
+/// headroom between wake-ups as [`DEFAULT_MMAP_PAGES`] gives frame-pointer samples.
+pub const DEFAULT_MMAP_PAGES_DWARF: usize = 512;
 pub const DEFAULT_FREQ: u64 = 4000;
+/// perf's default `--call-graph dwarf` stack dump size.
+pub const DEFAULT_STACK_USER: u32 = 8192;
+/// The largest stack dump: the kernel's sample size is a u16, so perf caps the dump at
+/// `round_down(USHRT_MAX, 8)`.
+pub const MAX_STACK_USER: u32 = 65528;
+
+/// How call chains are recorded (`-g`, `--call-graph`), with perf's meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallGraph {
+    /// The kernel walks frame pointers, in the kernel and in user space.
+    Fp,
+    /// The kernel chain, plus the user registers and `stack_size` bytes of user stack for
+    /// DWARF (CFI) unwinding on the host.
+    Dwarf { stack_size: u32 },
+}
+
+impl CallGraph {
+    /// Parses `fp`, `dwarf` or `dwarf,SIZE` as `perf record --call-graph` does, except that a
+    /// SIZE perf would round up to a multiple of 8 is refused: the kernel requires the
+    /// multiple, and saying so beats recording a size nobody wrote.
+    pub fn parse(v: &str) -> Result<CallGraph, Error> {
+        let (mode, size) = match v.split_once(',') {
+            Some((m, s)) => (m, Some(s)),
+            None => (v, None),
+        };
+        match (mode, size) {
+            ("fp", None) => Ok(CallGraph::Fp),
+            ("dwarf", None) => Ok(CallGraph::Dwarf {
+                stack_size: DEFAULT_STACK_USER,
+            }),
+            ("dwarf", Some(s)) => {
+                let n: u32 = s.parse().map_err(|_| {
+                    usage(format!(
+                        "option --call-graph: stack size `{s}` is not a number of bytes"
+                    ))
+                })?;
+                if n == 0 || n % 8 != 0 || n > MAX_STACK_USER {
+                    return Err(usage(format!(
+                        "option --call-graph: stack size {n} must be a multiple of 8 \
+                         between 8 and {MAX_STACK_USER} bytes"
+                    )));
+                }
+                Ok(CallGraph::Dwarf { stack_size: n })
+            }
+            ("fp", Some(_)) => Err(usage(
+                "option --call-graph: `fp` takes no size (fp or dwarf[,SIZE])",
+            )),
+            _ => Err(usage(format!(
+                "option --call-graph: `{v}` is not a call graph mode (fp or dwarf[,SIZE])"
+            ))),
+        }
+    }
+
+    /// The manifest's `call_graph`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallGraph::Fp => "fp",
+            CallGraph::Dwarf { .. } => "dwarf",
+        }
+    }
+}
 
 /// Options of `record`.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +110,8 @@ pub struct RecordOpts {
     pub events: Vec<EventSpec>,
     pub freq: Option<u64>,
     pub period: Option<u64>,
-    pub callchain: bool,
+    /// `None`: no call chains.
+    pub call_graph: Option<CallGraph>,
     pub pid: Option<i32>,
     pub cpus: Option<Vec<u32>>,
     pub duration: Option<Duration>,
@@ -165,7 +234,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         events: Vec::new(),
         freq: None,
         period: None,
-        callchain: false,
+        call_graph: None,
         pid: None,
         cpus: None,
         duration: None,
@@ -173,6 +242,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         mmap_pages: DEFAULT_MMAP_PAGES,
         command: Vec::new(),
     };
+    let mut mmap_pages = None;
     let mut all_cpus = false;
     let mut it = Args { args, i: 0 };
     while let Some(a) = it.next() {
@@ -197,7 +267,8 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
                 });
             }
             "-c" | "--count" => o.period = Some(number(opt, it.value(opt, att)?)?),
-            "-g" if att.is_none() => o.callchain = true,
+            "-g" if att.is_none() => o.call_graph = Some(CallGraph::Fp),
+            "--call-graph" => o.call_graph = Some(CallGraph::parse(it.value(opt, att)?)?),
             "-a" | "--all-cpus" if att.is_none() => all_cpus = true,
             "-p" | "--pid" => {
                 let v = it.value(opt, att)?;
@@ -233,11 +304,15 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
                         "option --mmap-pages: `{v}` must be a power of two (1, 2, 4, ...)"
                     )));
                 }
-                o.mmap_pages = n;
+                mmap_pages = Some(n);
             }
             _ => return Err(usage(format!("record: unknown option `{a}`"))),
         }
     }
+    o.mmap_pages = mmap_pages.unwrap_or(match o.call_graph {
+        Some(CallGraph::Dwarf { .. }) => DEFAULT_MMAP_PAGES_DWARF,
+        _ => DEFAULT_MMAP_PAGES,
+    });
     if o.freq.is_some() && o.period.is_some() {
         return Err(usage("options -F and -c are exclusive"));
     }
@@ -274,7 +349,7 @@ mod tests {
         };
         assert_eq!(o.events[0].name, "cpu-clock");
         assert_eq!(o.freq, Some(4000));
-        assert!(o.callchain);
+        assert_eq!(o.call_graph, Some(CallGraph::Fp));
         assert_eq!(o.cpus, Some(vec![0, 1]));
         assert_eq!(o.duration, Some(Duration::from_millis(2500)));
         assert_eq!(o.out_dir, PathBuf::from("/tmp/x"));
@@ -295,6 +370,13 @@ mod tests {
             ("record --duration -1", "--duration"),
             ("record --bogus", "--bogus"),
             ("record -e", "-e"),
+            ("record --call-graph dwarf,100", "multiple of 8"),
+            ("record --call-graph dwarf,0", "multiple of 8"),
+            ("record --call-graph dwarf,65536", "65528"),
+            ("record --call-graph dwarf,4k", "not a number"),
+            ("record --call-graph fp,8", "no size"),
+            ("record --call-graph lbr", "lbr"),
+            ("record --call-graph", "needs a value"),
             ("frob", "frob"),
             ("rm", "ID"),
         ] {
@@ -332,5 +414,35 @@ mod tests {
             panic!()
         };
         assert_eq!(o.command, args("ls --help"));
+    }
+
+    /// `--call-graph` takes perf's modes; `-g` means `fp`; dwarf defaults to an 8 KiB stack
+    /// and a larger ring unless `--mmap-pages` says otherwise.
+    #[test]
+    fn parse_record_call_graph_modes() {
+        let rec = |line: &str| match parse(&args(line)).unwrap() {
+            Command::Record(o) => o,
+            c => panic!("{c:?}"),
+        };
+        let o = rec("record --call-graph dwarf,4096");
+        assert_eq!(o.call_graph, Some(CallGraph::Dwarf { stack_size: 4096 }));
+        assert_eq!(o.mmap_pages, DEFAULT_MMAP_PAGES_DWARF);
+        let o = rec("record --call-graph=dwarf -m 64");
+        assert_eq!(o.call_graph, Some(CallGraph::Dwarf { stack_size: 8192 }));
+        assert_eq!(o.mmap_pages, 64);
+        let o = rec("record --call-graph fp");
+        assert_eq!(o.call_graph, Some(CallGraph::Fp));
+        assert_eq!(o.mmap_pages, DEFAULT_MMAP_PAGES);
+        assert_eq!(rec("record -g").call_graph, Some(CallGraph::Fp));
+        assert_eq!(rec("record").call_graph, None);
+        assert_eq!(
+            rec("record --call-graph dwarf,65528").call_graph,
+            Some(CallGraph::Dwarf { stack_size: 65528 })
+        );
+        // The last one given wins, as in perf.
+        assert_eq!(
+            rec("record --call-graph dwarf -g").call_graph,
+            Some(CallGraph::Fp)
+        );
     }
 }

@@ -13,6 +13,9 @@ pub const LOST_SAMPLES: u32 = 13;
 /// perf's user-space record that closes a round of ordered events.
 pub const FINISHED_ROUND: u32 = 68;
 
+/// `PERF_RECORD_MISC_MMAP_DATA`: the map is not executable.
+pub const MISC_MMAP_DATA: u16 = 1 << 13;
+
 /// Size of the `sample_id_all` trailer for TID|TIME|CPU|IDENTIFIER.
 pub const ID_TRAILER: usize = 32;
 
@@ -47,10 +50,12 @@ pub fn comm(pid: i32, tid: i32, name: &str) -> Vec<u8> {
     finish(b, name)
 }
 
-/// `PERF_RECORD_MMAP2` for one executable map of an existing process.
+/// `PERF_RECORD_MMAP2` for one file map of an existing process (flagged as data, as the
+/// kernel and perf flag them, unless executable).
 pub fn mmap2(pid: i32, m: &MapLine) -> Vec<u8> {
     let mut b = Vec::with_capacity(128);
-    header(&mut b, MMAP2, crate::perf_data_writer::MISC_USER);
+    let data = if m.exec { 0 } else { MISC_MMAP_DATA };
+    header(&mut b, MMAP2, crate::perf_data_writer::MISC_USER | data);
     b.extend_from_slice(&pid.to_ne_bytes());
     b.extend_from_slice(&pid.to_ne_bytes());
     b.extend_from_slice(&m.start.to_ne_bytes());
@@ -135,9 +140,97 @@ pub fn classify(rec: &[u8]) -> Count {
     }
 }
 
-/// The file name of a kernel-emitted MMAP2 record with its pid, if the map is a file.
+/// Where a sample's user stack copy (`PERF_SAMPLE_STACK_USER`) sits, for the sample types the
+/// agent opens events with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackLayout {
+    /// Bytes from the record start to the callchain (or what follows when there is none).
+    fixed: usize,
+    callchain: bool,
+    /// Registers in a REGS_USER block whose ABI is not NONE; `None` without REGS_USER.
+    regs_user: Option<usize>,
+}
+
+impl StackLayout {
+    /// `None` when samples carry no stack copy, or fields this layout does not know precede it
+    /// (then samples are written as the kernel made them).
+    pub fn new(sample_type: u64, regs_user_mask: u64) -> Option<StackLayout> {
+        use crate::sys::*;
+        let fixed_fields =
+            SAMPLE_IDENTIFIER | SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_PERIOD;
+        let known = fixed_fields
+            | SAMPLE_CALLCHAIN
+            | SAMPLE_REGS_USER
+            | SAMPLE_STACK_USER
+            | SAMPLE_REGS_INTR;
+        if sample_type & SAMPLE_STACK_USER == 0 || sample_type & !known != 0 {
+            return None;
+        }
+        Some(StackLayout {
+            fixed: 8 + 8 * (sample_type & fixed_fields).count_ones() as usize,
+            callchain: sample_type & SAMPLE_CALLCHAIN != 0,
+            regs_user: (sample_type & SAMPLE_REGS_USER != 0)
+                .then_some(regs_user_mask.count_ones() as usize),
+        })
+    }
+
+    /// Copies the sample into `out` with its stack copy cut to the bytes the kernel could read
+    /// (`dyn_size`, rounded up to 8): the kernel reserves the full requested size and leaves
+    /// the rest of it holding old ring contents, which no unwinder reads (perf reads
+    /// `dyn_size` bytes) and which compresses badly. Returns false, leaving `out` alone, when
+    /// there is nothing to cut or the record does not parse.
+    pub fn trim(&self, rec: &[u8], out: &mut Vec<u8>) -> bool {
+        let mut off = self.fixed;
+        if self.callchain {
+            let Some(nr) = rd_u64(rec, off) else {
+                return false;
+            };
+            off = match (nr as usize)
+                .checked_mul(8)
+                .and_then(|n| n.checked_add(off + 8))
+            {
+                Some(o) => o,
+                None => return false,
+            };
+        }
+        if let Some(n) = self.regs_user {
+            match rd_u64(rec, off) {
+                Some(0) => off += 8,
+                Some(_) => off += 8 + 8 * n,
+                None => return false,
+            }
+        }
+        let Some(size) = rd_u64(rec, off).map(|s| s as usize) else {
+            return false;
+        };
+        let data = off + 8;
+        let Some(dyn_at) = data.checked_add(size) else {
+            return false;
+        };
+        let Some(dyn_size) = rd_u64(rec, dyn_at).map(|d| d as usize) else {
+            return false;
+        };
+        let keep = dyn_size.div_ceil(8) * 8;
+        if size == 0 || keep >= size {
+            return false;
+        }
+        out.clear();
+        out.extend_from_slice(&rec[..off]);
+        out.extend_from_slice(&(keep as u64).to_ne_bytes());
+        out.extend_from_slice(&rec[data..data + keep]);
+        out.extend_from_slice(&rec[dyn_at..]);
+        let len = out.len() as u16;
+        out[6..8].copy_from_slice(&len.to_ne_bytes());
+        true
+    }
+}
+
+/// The file name of a kernel-emitted MMAP2 record with its pid, if the map is a file and
+/// executable: the build-ids the capture collects are those of code (data maps, recorded for
+/// DWARF unwinding, would otherwise have every mapped data file read at the end).
 pub fn mmap2_filename(rec: &[u8]) -> Option<(i32, &[u8])> {
-    if rd_u32(rec, 0)? != MMAP2 {
+    let misc = u16::from_ne_bytes(rec.get(4..6)?.try_into().ok()?);
+    if rd_u32(rec, 0)? != MMAP2 || misc & MISC_MMAP_DATA != 0 {
         return None;
     }
     let pid = rd_u32(rec, 8)? as i32;
@@ -163,9 +256,68 @@ mod tests {
         assert_eq!(u16::from_ne_bytes([r[6], r[7]]) as usize, r.len());
         let (pid, name) = mmap2_filename(&r).unwrap();
         assert_eq!((pid, name), (77, &b"/usr/bin/dbus-daemon"[..]));
+        let ro = crate::procfs::parse_maps_line(
+            "00452000-00460000 r--p 00052000 08:02 173521 /usr/bin/dbus-daemon",
+        )
+        .unwrap();
+        let r = mmap2(77, &ro);
+        assert_ne!(u16::from_ne_bytes([r[4], r[5]]) & MISC_MMAP_DATA, 0);
+        assert_eq!(mmap2_filename(&r), None);
         let c = comm(1, 2, "a-very-long-command-name");
         assert_eq!(c.len() % 8, 0);
         assert_eq!(&c[16..31], b"a-very-long-com");
+    }
+
+    /// A dwarf sample's stack copy is cut to its dyn_size, keeping what follows it; full
+    /// copies and other sample types are left alone.
+    #[test]
+    fn trim_sample_stack_user_to_dyn_size() {
+        use crate::sys::*;
+        let st = SAMPLE_IDENTIFIER
+            | SAMPLE_IP
+            | SAMPLE_TID
+            | SAMPLE_TIME
+            | SAMPLE_CPU
+            | SAMPLE_PERIOD
+            | SAMPLE_CALLCHAIN
+            | SAMPLE_REGS_USER
+            | SAMPLE_STACK_USER
+            | SAMPLE_REGS_INTR;
+        let layout = StackLayout::new(st, 0b111).unwrap();
+        let sample = |dyn_size: u64| {
+            let mut r = Vec::new();
+            header(&mut r, SAMPLE, 0);
+            for v in [7u64, 0x1000, 1, 2, 0, 1] {
+                r.extend_from_slice(&v.to_ne_bytes()); // id, ip, tid, time, cpu, period
+            }
+            for v in [2u64, 0xa, 0xb] {
+                r.extend_from_slice(&v.to_ne_bytes()); // callchain nr=2
+            }
+            for v in [2u64, 1, 2, 3] {
+                r.extend_from_slice(&v.to_ne_bytes()); // regs abi 64, three registers
+            }
+            r.extend_from_slice(&64u64.to_ne_bytes());
+            r.extend((0..64u8).map(|b| b + 1));
+            r.extend_from_slice(&dyn_size.to_ne_bytes());
+            r.extend_from_slice(&0xfeedu64.to_ne_bytes()); // regs_intr abi
+            let len = r.len() as u16;
+            r[6..8].copy_from_slice(&len.to_ne_bytes());
+            r
+        };
+        let mut out = Vec::new();
+        let full = sample(20);
+        assert!(layout.trim(&full, &mut out));
+        assert_eq!(out.len(), full.len() - 40);
+        assert_eq!(u16::from_ne_bytes([out[6], out[7]]) as usize, out.len());
+        let at = 8 + 48 + 24 + 32;
+        assert_eq!(rd_u64(&out, at), Some(24));
+        assert_eq!(&out[at + 8..at + 32], &full[at + 8..at + 32]);
+        assert_eq!(rd_u64(&out, at + 32), Some(20));
+        assert_eq!(rd_u64(&out, at + 40), Some(0xfeed));
+        assert!(!layout.trim(&sample(64), &mut out));
+        assert!(!layout.trim(&full[..60], &mut out));
+        assert_eq!(StackLayout::new(st & !SAMPLE_STACK_USER, 0), None);
+        assert_eq!(StackLayout::new(st | 1 << 3, 0b111), None); // ADDR precedes it
     }
 
     /// LOST, THROTTLE and SAMPLE records are attributed to the id the kernel wrote.

@@ -21,7 +21,28 @@ pub const SAMPLE_TIME: u64 = 1 << 2;
 pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub const SAMPLE_CPU: u64 = 1 << 7;
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
+pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_STACK_USER: u64 = 1 << 13;
 pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+pub const SAMPLE_REGS_INTR: u64 = 1 << 18;
+
+/// The user registers perf samples for DWARF unwinding (`PERF_REGS_MASK` in
+/// tools/perf/arch/x86/include/perf_regs.h): AX..R15 except DS, ES, FS, GS, which the kernel
+/// refuses on x86_64.
+#[cfg(target_arch = "x86_64")]
+pub const DWARF_REGS_USER: u64 = ((1 << 24) - 1) & !(0xf << 12);
+/// arm64's `PERF_REGS_MASK`: x0..x30, sp, pc (`PERF_REG_ARM64_MAX` = 33).
+#[cfg(target_arch = "aarch64")]
+pub const DWARF_REGS_USER: u64 = (1 << 33) - 1;
+/// No register model for other architectures: `--call-graph dwarf` is refused there.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const DWARF_REGS_USER: u64 = 0;
+
+/// arm64 interrupted-context registers for the kernel leaf's caller: lr (x30), sp, pc in perf's
+/// arm64 numbering. The host reads the sampled PC's CFI to tell whether the return address
+/// still sits in LR (a leaf that has not saved it yet), which the kernel's frame-pointer chain
+/// cannot show.
+pub const ARM64_REGS_INTR_LR_SP_PC: u64 = (1 << 30) | (1 << 31) | (1 << 32);
 
 pub const FORMAT_ID: u64 = 1 << 2;
 
@@ -37,7 +58,9 @@ pub mod flag {
     pub const FREQ: u64 = 1 << 10;
     pub const TASK: u64 = 1 << 13;
     pub const WATERMARK: u64 = 1 << 14;
+    pub const MMAP_DATA: u64 = 1 << 17;
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
     pub const MMAP2: u64 = 1 << 23;
     pub const COMM_EXEC: u64 = 1 << 24;
 }

@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cli::RecordOpts;
+use crate::cli::{CallGraph, RecordOpts};
 use crate::{procfs, sys, timefmt, Error};
 use capture_dir::WorkDir;
 use signals::Signals;
@@ -57,7 +57,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
 
     rings.enable()?;
     let start_ns = timefmt::now_ns().max(start_ns);
-    synthesize::initial_state(&mut sink, &kernel, o.pid)
+    let data_maps = matches!(o.call_graph, Some(CallGraph::Dwarf { .. }));
+    synthesize::initial_state(&mut sink, &kernel, o.pid, data_maps)
         .map_err(|e| Error::io("cannot write perf.data", e))?;
     if let Some(w) = workload.as_mut() {
         w.release()

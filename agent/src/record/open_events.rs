@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use crate::cli::{RecordOpts, DEFAULT_FREQ};
+use crate::cli::{CallGraph, RecordOpts, DEFAULT_FREQ};
 use crate::events::{self, EventSpec};
 use crate::sys::{self, flag, PerfEventAttr};
 use crate::Error;
@@ -95,7 +95,15 @@ pub(super) fn open_all(
     cpus: &[u32],
     notices: &mut Vec<String>,
 ) -> Result<Vec<Opened>, Error> {
+    if matches!(o.call_graph, Some(CallGraph::Dwarf { .. })) && sys::DWARF_REGS_USER == 0 {
+        return Err(Error::Usage(format!(
+            "--call-graph dwarf: no user register set known for {}",
+            std::env::consts::ARCH
+        )));
+    }
     let watermark = ((o.mmap_pages * sys::page_size()) / 4).max(8) as u32;
+    // Cleared for good once the kernel refuses it, so the fallback is tried and told once.
+    let mut regs_intr = kernel_leaf_regs(o);
     let specs: Vec<(EventSpec, Option<String>)> = if o.events.is_empty() {
         vec![(events::parse("cycles")?, None)]
     } else {
@@ -114,9 +122,9 @@ pub(super) fn open_all(
         let period = spec
             .period
             .or(if spec.freq.is_some() { None } else { o.period });
-        let attr = build_attr(&spec, i == 0, o, freq, period, watermark);
-        match open_event(&attr, tids, cpus, &spec.requested) {
-            Ok(fds) => {
+        let attr = build_attr(&spec, i == 0, o, freq, period, watermark, regs_intr);
+        match open_with_regs_intr(attr, tids, cpus, &spec.requested, &mut regs_intr, notices) {
+            Ok((attr, fds)) => {
                 if requested.is_none() {
                     notices.push(format!(
                         "sampling `{}` (default event: this CPU's PMU counts it)",
@@ -136,8 +144,9 @@ pub(super) fn open_all(
                 if requested.is_none() && is_missing_event(&source) =>
             {
                 let fb = events::parse("cpu-clock")?;
-                let attr = build_attr(&fb, i == 0, o, freq, period, watermark);
-                let fds = open_event(&attr, tids, cpus, "cpu-clock")?;
+                let attr = build_attr(&fb, i == 0, o, freq, period, watermark, regs_intr);
+                let (attr, fds) =
+                    open_with_regs_intr(attr, tids, cpus, "cpu-clock", &mut regs_intr, notices)?;
                 notices.push(format!(
                     "no `{}` on this machine ({source}); sampling `cpu-clock` instead",
                     spec.name
@@ -164,6 +173,46 @@ pub(super) fn open_all(
     Ok(opened)
 }
 
+/// Whether to ask for the interrupted kernel context's LR/SP/PC: on arm64 with call chains. The
+/// kernel's frame-pointer walk starts at the leaf's frame record, which a leaf that has not
+/// pushed one yet does not have: its caller is only in LR. x86_64 kernels unwind with ORC and
+/// need no help.
+fn kernel_leaf_regs(o: &RecordOpts) -> bool {
+    cfg!(target_arch = "aarch64") && o.call_graph.is_some()
+}
+
+/// Opens `attr`; if it asks for `REGS_INTR` and the kernel refuses that (some PMUs cannot
+/// sample interrupted registers), opens it without and says so once.
+fn open_with_regs_intr(
+    mut attr: PerfEventAttr,
+    tids: &[i32],
+    cpus: &[u32],
+    name: &str,
+    regs_intr: &mut bool,
+    notices: &mut Vec<String>,
+) -> Result<(PerfEventAttr, Vec<(u32, OwnedFd)>), Error> {
+    match open_event(&attr, tids, cpus, name) {
+        Err(Error::Event { source, .. })
+            if attr.sample_type & sys::SAMPLE_REGS_INTR != 0
+                && matches!(
+                    source.raw_os_error(),
+                    Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+                ) =>
+        {
+            attr.sample_type &= !sys::SAMPLE_REGS_INTR;
+            attr.sample_regs_intr = 0;
+            let fds = open_event(&attr, tids, cpus, name)?;
+            *regs_intr = false;
+            notices.push(format!(
+                "`{name}` cannot sample kernel registers ({source}): kernel leaf functions' \
+                 callers may be missing from call chains"
+            ));
+            Ok((attr, fds))
+        }
+        r => r.map(|fds| (attr, fds)),
+    }
+}
+
 fn build_attr(
     spec: &EventSpec,
     tracking: bool,
@@ -171,6 +220,7 @@ fn build_attr(
     freq: Option<u64>,
     period: Option<u64>,
     watermark: u32,
+    regs_intr: bool,
 ) -> PerfEventAttr {
     let mut a = PerfEventAttr {
         type_: spec.attr_type,
@@ -181,12 +231,7 @@ fn build_attr(
             | sys::SAMPLE_TID
             | sys::SAMPLE_TIME
             | sys::SAMPLE_CPU
-            | sys::SAMPLE_PERIOD
-            | if o.callchain {
-                sys::SAMPLE_CALLCHAIN
-            } else {
-                0
-            },
+            | sys::SAMPLE_PERIOD,
         read_format: sys::FORMAT_ID,
         flags: flag::DISABLED | flag::SAMPLE_ID_ALL | flag::WATERMARK,
         wakeup: watermark,
@@ -206,6 +251,31 @@ fn build_attr(
     }
     if spec.exclude_kernel {
         a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
+    }
+    match o.call_graph {
+        None => {}
+        Some(CallGraph::Fp) => a.sample_type |= sys::SAMPLE_CALLCHAIN,
+        Some(CallGraph::Dwarf { stack_size }) => {
+            // perf's evsel__config_callchain for CALLCHAIN_DWARF: the kernel still walks its
+            // own stack (the callchain keeps the kernel part), the user part is left out
+            // (it would be a frame-pointer guess the host then ignores) and replaced by the
+            // registers and stack copy the host unwinds with CFI.
+            a.sample_type |= sys::SAMPLE_CALLCHAIN | sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER;
+            a.sample_regs_user = sys::DWARF_REGS_USER;
+            a.sample_stack_user = stack_size;
+            a.flags |= flag::EXCLUDE_CALLCHAIN_USER;
+            if tracking {
+                // Maps of non-executable segments too, as perf's `--call-graph dwarf` asks
+                // for (its sample_address implies mmap_data): an ELF's .eh_frame_hdr and
+                // .eh_frame usually sit in the read-only segment after the text, and an
+                // unwinder reading them through the process's maps must find that segment.
+                a.flags |= flag::MMAP_DATA;
+            }
+        }
+    }
+    if regs_intr && o.call_graph.is_some() {
+        a.sample_type |= sys::SAMPLE_REGS_INTR;
+        a.sample_regs_intr = sys::ARM64_REGS_INTR_LR_SP_PC;
     }
     if tracking {
         // Only the first event reports process lifecycle, or every record would be doubled.
@@ -302,13 +372,76 @@ mod tests {
     fn build_attr_tracking_and_period() {
         let o = opts(&["record", "-g"]);
         let spec = events::parse("cpu-clock").unwrap();
-        let first = build_attr(&spec, true, &o, Some(99), None, 64);
+        let first = build_attr(&spec, true, &o, Some(99), None, 64, false);
         assert_ne!(first.flags & flag::MMAP2, 0);
         assert_ne!(first.flags & flag::FREQ, 0);
         assert_eq!(first.sample_period_or_freq, 99);
         assert_ne!(first.sample_type & sys::SAMPLE_CALLCHAIN, 0);
-        let second = build_attr(&spec, false, &o, None, Some(10_000), 64);
+        let second = build_attr(&spec, false, &o, None, Some(10_000), 64, false);
         assert_eq!(second.flags & (flag::MMAP2 | flag::COMM | flag::FREQ), 0);
         assert_eq!(second.sample_period_or_freq, 10_000);
+    }
+
+    /// `--call-graph dwarf,SIZE` sets what perf sets: kernel callchain without its user part,
+    /// perf's user register mask and the stack size; fp sets none of those.
+    #[test]
+    fn build_attr_dwarf_like_perf() {
+        let spec = events::parse("cpu-clock").unwrap();
+        let a = build_attr(
+            &spec,
+            true,
+            &opts(&["record", "--call-graph", "dwarf,4096"]),
+            Some(99),
+            None,
+            64,
+            false,
+        );
+        let want = sys::SAMPLE_CALLCHAIN | sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER;
+        assert_eq!(a.sample_type & want, want);
+        assert_eq!(a.sample_type & sys::SAMPLE_REGS_INTR, 0);
+        assert_eq!(a.sample_stack_user, 4096);
+        assert_eq!(a.sample_regs_user, sys::DWARF_REGS_USER);
+        assert_ne!(a.flags & flag::EXCLUDE_CALLCHAIN_USER, 0);
+        assert_ne!(a.flags & flag::MMAP_DATA, 0);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(a.sample_regs_user, 0xff0fff);
+        #[cfg(target_arch = "aarch64")]
+        assert_eq!(a.sample_regs_user, 0x1_ffff_ffff);
+
+        let fp = build_attr(
+            &spec,
+            true,
+            &opts(&["record", "-g"]),
+            Some(99),
+            None,
+            64,
+            false,
+        );
+        assert_eq!(
+            fp.sample_type & (sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER),
+            0
+        );
+        assert_eq!((fp.sample_regs_user, fp.sample_stack_user), (0, 0));
+        assert_eq!(
+            fp.flags & (flag::EXCLUDE_CALLCHAIN_USER | flag::MMAP_DATA),
+            0
+        );
+    }
+
+    /// Kernel leaf registers (LR, SP, PC) are asked for only with call chains and only where
+    /// the caller decided (arm64); without call chains they are never added.
+    #[test]
+    fn build_attr_regs_intr_with_callchains_only() {
+        let spec = events::parse("cpu-clock").unwrap();
+        let a = build_attr(&spec, true, &opts(&["record", "-g"]), None, None, 64, true);
+        assert_ne!(a.sample_type & sys::SAMPLE_REGS_INTR, 0);
+        assert_eq!(a.sample_regs_intr, 0x1_c000_0000);
+        let none = build_attr(&spec, true, &opts(&["record"]), None, None, 64, true);
+        assert_eq!(none.sample_type & sys::SAMPLE_REGS_INTR, 0);
+        assert_eq!(none.sample_regs_intr, 0);
+        assert_eq!(
+            kernel_leaf_regs(&opts(&["record", "-g"])),
+            cfg!(target_arch = "aarch64")
+        );
     }
 }

@@ -13,7 +13,7 @@ use super::sink::{Counters, Sink};
 use super::stream::Stop;
 use super::{warn, write_failed};
 use crate::archive::{self, Member};
-use crate::cli::RecordOpts;
+use crate::cli::{CallGraph, RecordOpts};
 use crate::perf_data_writer::{self as writer, BuildIdEntry, Features};
 use crate::sys::flag;
 use crate::{elf_build_id, procfs, Error};
@@ -58,7 +58,12 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
         command: end.command,
         target_pid: o.pid,
         cpus: end.cpus.to_vec(),
-        callchain: o.callchain,
+        callchain: o.call_graph.is_some(),
+        call_graph: o.call_graph.map(|c| c.name().to_string()),
+        stack_user_size: match o.call_graph {
+            Some(CallGraph::Dwarf { stack_size }) => Some(stack_size),
+            _ => None,
+        },
         start_time_ns: end.start_ns,
         stop_time_ns: end.stop_ns,
         stop_reason: end.stop.as_str().into(),

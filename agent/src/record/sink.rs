@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::open_events::Opened;
 use crate::perf_data_writer::{FileAttr, Writer};
-use crate::perf_records::{self, Count};
+use crate::perf_records::{self, Count, StackLayout};
 use crate::Error;
 
 /// Per-event counters kept while streaming.
@@ -28,6 +28,10 @@ pub(super) struct Sink {
     counts: Vec<Counters>,
     /// Absolute paths of mapped files, raw bytes as the kernel wrote them.
     files: BTreeSet<Vec<u8>>,
+    /// Per event, where its samples' user stack copies sit (`--call-graph dwarf`).
+    stacks: Vec<Option<StackLayout>>,
+    /// A trimmed sample, reused.
+    scratch: Vec<u8>,
 }
 
 impl Sink {
@@ -56,6 +60,11 @@ impl Sink {
             id_event,
             counts: vec![Counters::default(); opened.len()],
             files: BTreeSet::new(),
+            stacks: opened
+                .iter()
+                .map(|e| StackLayout::new(e.attr.sample_type, e.attr.sample_regs_user))
+                .collect(),
+            scratch: Vec::new(),
         })
     }
 
@@ -72,6 +81,11 @@ impl Sink {
             Count::Sample { id } => {
                 let e = self.event_of(id);
                 self.counts[e].samples += 1;
+                if let Some(layout) = &self.stacks[e] {
+                    if layout.trim(rec, &mut self.scratch) {
+                        return self.w.write_record(&self.scratch);
+                    }
+                }
             }
             Count::Lost { id, lost } => {
                 let e = self.event_of(id);

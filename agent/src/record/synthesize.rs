@@ -1,6 +1,7 @@
 //! Records describing what already ran when sampling started, written right after the events
 //! are enabled (perf's order: nothing falls in between): the kernel and module maps, then a
-//! COMM for every thread and an MMAP2 for every executable file map.
+//! COMM for every thread and an MMAP2 for every executable file map (every file map with
+//! `data_maps`).
 
 use std::fs;
 use std::io;
@@ -10,8 +11,15 @@ use super::sink::Sink;
 use crate::perf_records;
 use crate::procfs::{self, ProcModule};
 
-/// Writes the kernel's and modules' maps and the processes' (only `only`'s with `-p`).
-pub(super) fn initial_state(sink: &mut Sink, k: &KernelState, only: Option<i32>) -> io::Result<()> {
+/// Writes the kernel's and modules' maps and the processes' (only `only`'s with `-p`);
+/// `data_maps`: also their non-executable file maps, for unwinders that read `.eh_frame_hdr`
+/// through them (`--call-graph dwarf`, as perf's mmap_data synthesis).
+pub(super) fn initial_state(
+    sink: &mut Sink,
+    k: &KernelState,
+    only: Option<i32>,
+    data_maps: bool,
+) -> io::Result<()> {
     let modules = procfs::parse_proc_modules(&k.proc_modules);
     let (kstart, klen) = kernel_map(k.text, k.etext, &modules);
     sink.write_synthesized(&perf_records::kernel_mmap(
@@ -30,7 +38,7 @@ pub(super) fn initial_state(sink: &mut Sink, k: &KernelState, only: Option<i32>)
             ))?;
         }
     }
-    processes(sink, only)
+    processes(sink, only, data_maps)
 }
 
 /// Start and length of the kernel's map: from `_text` to `_etext`, else to the lowest module
@@ -45,8 +53,9 @@ fn kernel_map(text: Option<u64>, etext: Option<u64>, modules: &[ProcModule]) -> 
     (kstart, kend - kstart)
 }
 
-/// COMM for every thread and MMAP2 for every executable file map of the running processes.
-fn processes(sink: &mut Sink, only: Option<i32>) -> io::Result<()> {
+/// COMM for every thread and MMAP2 for every executable (with `data_maps`: every) file map of
+/// the running processes.
+fn processes(sink: &mut Sink, only: Option<i32>, data_maps: bool) -> io::Result<()> {
     let pids: Vec<i32> = match only {
         Some(p) => vec![p],
         None => fs::read_dir("/proc")?
@@ -71,11 +80,14 @@ fn processes(sink: &mut Sink, only: Option<i32>) -> io::Result<()> {
             continue;
         };
         for m in maps.lines().filter_map(procfs::parse_maps_line) {
-            if !m.exec || m.path.is_empty() {
+            // Pseudo-files (`[heap]`, `[stack]`) and anonymous maps hold no unwind tables.
+            if !(m.exec || data_maps && m.path.starts_with('/')) || m.path.is_empty() {
                 continue;
             }
             sink.write_synthesized(&perf_records::mmap2(pid, &m))?;
-            sink.note_file(m.path.as_bytes());
+            if m.exec {
+                sink.note_file(m.path.as_bytes());
+            }
         }
     }
     Ok(())

@@ -49,6 +49,21 @@ pub fn build_c(name: &str, dir: &Path) -> PathBuf {
     out
 }
 
+/// Compiles `examples/unwind-demo/unwind_demo.c` as its Makefile does (no frame pointers): the
+/// program both the agent's and the host's unwinding tests record.
+pub fn build_unwind_demo(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/unwind-demo/unwind_demo.c");
+    let out = dir.join("unwind_demo");
+    let st = Command::new("cc")
+        .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("cc must be installed");
+    assert!(st.success(), "cc failed for {}", src.display());
+    out
+}
+
 /// The root check, a scratch directory `name`, and the workload `tests/data/PROG.c` built in it.
 pub fn workload(name: &str, prog: &str) -> (PathBuf, PathBuf) {
     require_root();

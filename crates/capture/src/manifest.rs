@@ -29,8 +29,17 @@ pub struct Manifest {
     pub target_pid: Option<i32>,
     /// CPUs sampled.
     pub cpus: Vec<u32>,
-    /// Whether call chains were recorded (`-g`).
+    /// Whether call chains were recorded (`-g` or `--call-graph`), in any mode.
     pub callchain: bool,
+    /// How call chains were recorded: `fp` (the kernel walked frame pointers) or `dwarf`
+    /// (kernel chain, plus user registers and a user stack copy to unwind with CFI). `None`
+    /// without call chains, and in captures older than the field (which were `fp` when
+    /// `callchain` is true).
+    #[serde(default)]
+    pub call_graph: Option<String>,
+    /// Bytes of user stack copied per sample with `dwarf` (`--call-graph dwarf,SIZE`).
+    #[serde(default)]
+    pub stack_user_size: Option<u32>,
     /// Start of sampling, nanoseconds since the Unix epoch.
     pub start_time_ns: u64,
     /// End of sampling, nanoseconds since the Unix epoch.
@@ -246,6 +255,8 @@ mod tests {
             target_pid: None,
             cpus: vec![0],
             callchain: false,
+            call_graph: None,
+            stack_user_size: None,
             start_time_ns: 1,
             stop_time_ns: 2,
             stop_reason: "duration".into(),

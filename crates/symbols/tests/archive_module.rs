@@ -124,6 +124,8 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
         target_pid: None,
         cpus: vec![0],
         callchain: true,
+        call_graph: None,
+        stack_user_size: None,
         start_time_ns: 0,
         stop_time_ns: 1,
         stop_reason: "duration".into(),

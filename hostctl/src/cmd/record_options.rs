@@ -78,6 +78,55 @@ impl Display for Pid {
     }
 }
 
+/// `--call-graph MODE`: how the agent records call chains, `fp` or `dwarf[,SIZE]` with perf's
+/// meaning and the agent's checks (SIZE a multiple of 8 up to 65528 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallGraph {
+    /// Frame pointers, walked by the board's kernel.
+    Fp,
+    /// User registers and `stack_size` bytes of user stack per sample, unwound on the host.
+    Dwarf {
+        /// `None`: the agent's default (8192, as perf).
+        stack_size: Option<u32>,
+    },
+}
+
+/// The agent's (and perf's) largest user stack copy: a sample's size is a u16.
+const MAX_STACK_USER: u32 = 65528;
+
+impl FromStr for CallGraph {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CallGraph, String> {
+        let invalid = || format!("`{s}` is not a call graph mode (fp or dwarf[,SIZE])");
+        match s.split_once(',') {
+            None if s == "fp" => Ok(CallGraph::Fp),
+            None if s == "dwarf" => Ok(CallGraph::Dwarf { stack_size: None }),
+            Some(("dwarf", size)) => match size.parse::<u32>() {
+                Ok(n) if n > 0 && n % 8 == 0 && n <= MAX_STACK_USER => Ok(CallGraph::Dwarf {
+                    stack_size: Some(n),
+                }),
+                _ => Err(format!(
+                    "`{s}`: the stack size must be a multiple of 8 between 8 and {MAX_STACK_USER} bytes"
+                )),
+            },
+            _ => Err(invalid()),
+        }
+    }
+}
+
+impl Display for CallGraph {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            CallGraph::Fp => f.write_str("fp"),
+            CallGraph::Dwarf { stack_size: None } => f.write_str("dwarf"),
+            CallGraph::Dwarf {
+                stack_size: Some(n),
+            } => write!(f, "dwarf,{n}"),
+        }
+    }
+}
+
 /// `-C CPUS`: CPU numbers as a list of numbers and ranges, `0,2-3`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(Vec<u32>);
@@ -199,6 +248,23 @@ mod tests {
                 bad.parse::<Pid>().unwrap_err(),
                 format!("`{bad}` is not a process id")
             );
+        }
+    }
+
+    /// fp and dwarf with or without a size parse and display as the agent takes them; sizes
+    /// the agent refuses and other modes fail.
+    #[test]
+    fn parse_call_graph_modes_and_sizes() {
+        assert_eq!("fp".parse::<CallGraph>(), Ok(CallGraph::Fp));
+        for ok in ["fp", "dwarf", "dwarf,4096", "dwarf,65528"] {
+            assert_eq!(ok.parse::<CallGraph>().unwrap().to_string(), ok);
+        }
+        for bad in ["dwarf,100", "dwarf,0", "dwarf,65536", "dwarf,x"] {
+            let err = bad.parse::<CallGraph>().unwrap_err();
+            assert!(err.contains("multiple of 8"), "{err}");
+        }
+        for bad in ["lbr", "fp,8", "", "dwarf,"] {
+            assert!(bad.parse::<CallGraph>().is_err(), "{bad}");
         }
     }
 

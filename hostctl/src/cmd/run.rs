@@ -2,7 +2,7 @@
 //! session (so a dropped link does not end the capture; `remote::detached` is how), stream
 //! its output, stop it on Ctrl-C, and say where the capture is.
 
-use crate::cmd::record_options::{CpuList, Frequency, Period, Pid, Seconds};
+use crate::cmd::record_options::{CallGraph, CpuList, Frequency, Period, Pid, Seconds};
 use crate::cmd::symbol_args::SymbolArgs;
 use crate::remote::detached::{self, Ended};
 use crate::remote::kernel_match;
@@ -31,8 +31,13 @@ pub struct RunArgs {
     #[arg(short = 'c', long = "count", value_name = "PERIOD")]
     pub period: Option<Period>,
     /// Do not record call chains (recorded by default: `--callers` needs them).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "call_graph")]
     pub no_call_graph: bool,
+    /// How to record call chains: `fp` (frame pointers, the default) or `dwarf[,SIZE]` (user
+    /// registers and SIZE bytes of user stack per sample, default 8192, unwound on the host
+    /// with the images' CFI: for software built without frame pointers).
+    #[arg(long, value_name = "MODE")]
+    pub call_graph: Option<CallGraph>,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<Pid>,
@@ -81,8 +86,11 @@ impl RunArgs {
                 args.extend([flag.to_owned(), v]);
             }
         }
-        if !self.no_call_graph {
-            args.push("-g".to_owned());
+        match self.call_graph {
+            _ if self.no_call_graph => {}
+            // `-g` rather than `--call-graph fp`: agents older than `--call-graph` take it.
+            None | Some(CallGraph::Fp) => args.push("-g".to_owned()),
+            Some(dwarf) => args.extend(["--call-graph".to_owned(), dwarf.to_string()]),
         }
         if !self.command.is_empty() {
             args.push("--".to_owned());
@@ -328,6 +336,37 @@ mod tests {
         );
         let cli = Cli::try_parse_from(["x", "b", "--no-call-graph", "--duration", "3"]).unwrap();
         assert_eq!(cli.run.agent_args(), ["record", "--duration", "3"]);
+    }
+
+    /// `--call-graph` reaches the agent: fp as `-g` (which every agent takes), dwarf with its
+    /// size; it conflicts with `--no-call-graph`.
+    #[test]
+    fn agent_args_call_graph_passed_through() {
+        let args = |extra: &[&str]| {
+            Cli::try_parse_from(["x", "b"].iter().chain(extra))
+                .unwrap()
+                .run
+                .agent_args()
+        };
+        assert_eq!(args(&["--call-graph", "fp"]), ["record", "-g"]);
+        assert_eq!(
+            args(&["--call-graph", "dwarf"]),
+            ["record", "--call-graph", "dwarf"]
+        );
+        assert_eq!(
+            args(&["--call-graph=dwarf,4096"]),
+            ["record", "--call-graph", "dwarf,4096"]
+        );
+        for bad in [
+            &["--call-graph", "dwarf,100"][..],
+            &["--call-graph", "lbr"],
+            &["--call-graph", "dwarf", "--no-call-graph"],
+        ] {
+            assert!(
+                Cli::try_parse_from(["x", "b"].iter().chain(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     /// A bad record option fails while the command line is read, naming the option and value.
