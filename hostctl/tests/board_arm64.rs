@@ -33,7 +33,12 @@ fn arm_board() -> Board {
 /// `run` with `extra` options, then `fetch --no-report`; the local archive and run's stderr.
 fn run_and_fetch(board: &Board, extra: &[&str]) -> (PathBuf, String) {
     let (capture, run_err) = board.run_capture(extra);
-    let id = Path::new(&capture)
+    (fetch_capture(board, &capture), run_err)
+}
+
+/// `fetch --no-report` of one capture (its path on the board): the local archive.
+fn fetch_capture(board: &Board, capture: &str) -> PathBuf {
+    let id = Path::new(capture)
         .file_name()
         .unwrap()
         .to_string_lossy()
@@ -45,9 +50,9 @@ fn run_and_fetch(board: &Board, extra: &[&str]) -> (PathBuf, String) {
         .work
         .path()
         .join("kprof-captures")
-        .join(Path::new(&capture).file_name().unwrap());
+        .join(Path::new(capture).file_name().unwrap());
     assert!(local.is_file(), "{} not fetched", local.display());
-    (local, run_err)
+    local
 }
 
 /// One member of a capture archive.
@@ -218,6 +223,25 @@ fn board_arm64_day_default_cycles_top_function_line_and_callers() {
             .any(|l| l.contains("vfs_write") && l.contains(".c:")),
         "no file:line on the kernel write path:\n{tree}"
     );
+
+    // --annotate: the loop's source lines with AArch64 disassembly under them.
+    let (ok, ann, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(&local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--annotate", "char_dev_cache_traverse"]),
+    );
+    assert!(ok, "{err}");
+    assert!(ann.contains("while (steps--)"), "no loop source:\n{ann}");
+    for mnemonic in ["ldr", "ldp", "ret"] {
+        assert!(
+            ann.split_whitespace().any(|w| w == mnemonic),
+            "no AArch64 `{mnemonic}` in:\n{ann}"
+        );
+    }
 }
 
 /// Must hold 2: `cycles` and `cpu-clock` sampled together both carry samples, agree on the top
@@ -280,6 +304,98 @@ fn board_arm64_cycles_and_cpu_clock_agree_ratio_of_counts() {
     assert!(
         (0.8..1.25).contains(&ratio),
         "cycles per cpu-clock nanosecond is {ratio}, QEMU counts 1 per ns: {top}"
+    );
+}
+
+/// A raw event (`r11`, CPU_CYCLES) and a named one, each with its own period
+/// (`r11/period=2000000/`, `cycles/period=4000000/`: 500 and 250 Hz of QEMU's 1 GHz cycles)
+/// count the same thing at different sampling rates: each gets its own samples, the raw one is
+/// recorded as PERF_TYPE_RAW 0x11, and their ratio of counts is 1 although their sample counts
+/// differ by 2. Fixed periods, well below the board's throttling limit (which the kernel lowers
+/// under TCG): throttled samples, and frequency mode's period resets, drop counts with them
+/// (kprofctl then warns that the event's samples cover less than its counter total; QEMU's
+/// event counters lose some overflows too, so the expected ratio is that of the coverages).
+/// An event this PMU lacks is refused before sampling with the kernel's reason.
+#[test]
+#[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
+fn board_arm64_raw_and_period_events_ratio_one_missing_refused() {
+    let board = arm_board();
+    let (ok, out, err) = outcome(
+        board
+            .on_board("run")
+            .args([
+                "-e",
+                "r11/period=2000000/,cycles/period=4000000/",
+                "--symbols",
+            ])
+            .arg(&board.symbols)
+            .args(["--", "sh", "-c", "echo 40000 > /dev/mychardrv"]),
+    );
+    assert!(ok, "run failed:\n{err}");
+    let local = fetch_capture(&board, out.lines().last().unwrap_or_default().trim());
+    let m = manifest(&local);
+    let ev = m["events"].as_array().unwrap();
+    assert_eq!(ev.len(), 2, "{m:#}");
+    assert_eq!(
+        (ev[0]["name"].as_str(), ev[0]["attr_type"].as_u64()),
+        (Some("r11"), Some(4))
+    );
+    assert_eq!(ev[0]["attr_config"], 0x11);
+    assert_eq!(ev[1]["sample_period"], 4_000_000, "{}", ev[1]);
+    let (a, b) = (
+        ev[0]["samples"].as_u64().unwrap(),
+        ev[1]["samples"].as_u64().unwrap(),
+    );
+    assert!(a > 50 && b > 50, "samples r11 {a}, cycles {b}");
+    let json = report_json(
+        &board,
+        &local,
+        &board.symbols,
+        &["--image", "mychardrv.ko", "--ratio", "r11/cycles"],
+    );
+    let top = &json["functions"][0];
+    assert_eq!(top["symbol"], "char_dev_cache_traverse", "{top}");
+    let ratio = top["ratio"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no ratio: {top}"));
+    let counts = &top["counts"];
+    assert!(
+        counts[0].as_u64().unwrap_or(0) > counts[1].as_u64().unwrap_or(0) * 3 / 2,
+        "the sample counts should differ by about 2: {top}"
+    );
+    // Both count the same cycles, so the true ratio is 1 everywhere. What the samples can
+    // show is 1 scaled by how much of each counter's total its samples cover: QEMU's event
+    // counters (r11) lose some overflows, its cycle counter (cycles) does not. kprofctl must
+    // say so when a side covers less than 90 %.
+    let coverage = |e: &serde_json::Value| {
+        let covered = e["samples"].as_u64().unwrap() * e["sample_period"].as_u64().unwrap();
+        covered as f64 / e["count"].as_u64().unwrap().max(1) as f64
+    };
+    let (cov_raw, cov_cycles) = (coverage(&ev[0]), coverage(&ev[1]));
+    let expected = cov_raw / cov_cycles;
+    assert!(
+        (ratio / expected - 1.0).abs() < 0.15,
+        "r11/cycles = {ratio}, the counters' coverage says {expected} ({cov_raw}/{cov_cycles}): {top}"
+    );
+    let warnings = json["warnings"].to_string();
+    for (name, cov) in [("r11", cov_raw), ("cycles", cov_cycles)] {
+        let warned = warnings.contains(&format!("event {name}: its samples account for"));
+        assert_eq!(warned, cov < 0.9, "{name} covers {cov}: {warnings}");
+    }
+
+    let (ok, _, err) = outcome(
+        board
+            .on_board("run")
+            .args(["-e", "L1-dcache-loads", "--"])
+            .args(board.workload()),
+    );
+    assert!(!ok, "L1-dcache-loads was accepted");
+    assert!(
+        err.contains("L1-dcache-loads")
+            && (err.contains("No such file")
+                || err.contains("ENOENT")
+                || err.contains("not supported")),
+        "no refusal with the kernel's reason:\n{err}"
     );
 }
 

@@ -370,6 +370,18 @@ impl State<'_> {
                     .warnings
                     .push(format!("event {} has no samples: {why}", e.name));
             }
+            // The samples' periods add up to what the counters counted, unless samples were
+            // lost with their counts (throttling; frequency mode resetting a period): then
+            // every count and ratio of this event is an underestimate, by this much.
+            if let Some(c) = recorded.and_then(|r| r.count).filter(|&c| c > 0) {
+                if e.total_samples >= 100 && (e.total_period as f64) < 0.9 * c as f64 {
+                    self.profile.warnings.push(format!(
+                        "event {}: its samples account for {:.0}% of the {c} events its counters counted (throttling or frequency adjustment dropped the rest): its counts, and ratios with it, are low by that much",
+                        e.name,
+                        100.0 * e.total_period as f64 / c as f64
+                    ));
+                }
+            }
             let throttled = match recorded {
                 Some(r) => r.throttled,
                 None => self.throttles.get(i).copied().unwrap_or(0),
@@ -673,6 +685,44 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("cycles has no samples")));
+    }
+
+    /// An event whose samples' periods add up to far less than its counter total is flagged
+    /// with the share they cover; one that covers its count is not.
+    #[test]
+    fn symbolize_manifest_samples_cover_half_count_warned() {
+        let ev = |name: &str, count: u64| {
+            serde_json::json!({"name": name, "attr_type": 4, "attr_config": 17,
+                "sample_period": 1000, "samples": 200, "lost": 0,
+                "throttled": 0, "count": count, "no_samples": false})
+        };
+        let m = serde_json::json!({
+            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
+            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
+            "release": "6.1", "version": "#1", "machine": "aarch64"},
+            "events": [ev("r11", 400_000), ev("cycles", 200_500)],
+            "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
+            "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
+            "perf_data": {"file": "perf.data", "size": 0, "sha256": ""}
+        });
+        let m: kprof_capture::Manifest = serde_json::from_value(m).unwrap();
+        let ev = |config| Ev {
+            config,
+            period: Some(1000),
+            with_period: true,
+            samples: at_two_ips(100, 1000),
+            throttles: 0,
+        };
+        let p = symbolize_with(&[ev(0), ev(1)], Some(m));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w
+                    .starts_with("event r11: its samples account for 50% of the 400000 events")),
+            "{:?}",
+            p.warnings
+        );
+        assert!(!p.warnings.iter().any(|w| w.starts_with("event cycles:")));
     }
 
     /// A plain perf.data's THROTTLE records warn about their event, with the hint.
