@@ -5,6 +5,7 @@
 #   board/<kernel-hash>/            one Buildroot-like output dir per kernel input set (and arch)
 #     build/linux-<ver>/            kernel tree, vmlinux with DWARF
 #     build/mychardrv-1.0/          module build, unstripped mychardrv.ko
+#     build/mychardrv-writer-1.0/   the example program, unstripped (stripped in target/)
 #     target/                       initramfs root (stripped module, busybox, dropbear, agent)
 #     images/bzImage (x86_64) or images/Image (aarch64), images/rootfs.cpio.gz
 #     images/kprof-symbols/         what kprofctl gets as --symbols (links into build/)
@@ -177,7 +178,8 @@ board_ensure_kernel() {
 # mychardrv: rebuilt when its sources or build-module change (the kernel is implied by $dir).
 board_ensure_module() {
   local dir=$1 hash
-  hash=$(cat "$board_top"/examples/mychardrv/{mychardrv.c,Kbuild,Makefile} "$board_here/build-module" |
+  hash=$(cat "$board_top"/examples/mychardrv/{mychardrv.c,Kbuild,Makefile} \
+    "$board_top"/examples/mychardrv-writer/{mychardrv_writer.c,Makefile} "$board_here/build-module" |
     sha256sum | cut -c1-16)
   if [ "$(cat "$dir/build/mychardrv-1.0/.stamp" 2>/dev/null)" = "$hash" ]; then
     return 0
@@ -267,6 +269,7 @@ board_ensure_rootfs() {
   mkdir -p "$s"
   ln "$dir/build/linux-$(cat "$dir/kernel-version")/vmlinux" "$s/vmlinux"
   ln "$dir/build/mychardrv-1.0/mychardrv.ko" "$s/mychardrv.ko"
+  ln "$dir/build/mychardrv-writer-1.0/mychardrv-writer" "$s/mychardrv-writer"
   [ -z "$agent" ] || cp "$agent" "$s/kprof-agent"
 }
 

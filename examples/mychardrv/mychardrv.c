@@ -138,8 +138,16 @@ static noinline __noclone u64 char_dev_cache_traverse(struct mychardrv *d, unsig
  * The cheap neighbour: sequential passes over a small table that stays in L1. It reads eight
  * times as many words as the traversal follows pointers, yet costs a small fraction of it,
  * because every read hits the cache (and, under QEMU TCG, the soft TLB).
+ *
+ * It is also the leaf without a frame that every kernel has many of (GCC gives x86 leaves
+ * none; arm64 assembly routines have none): it saves no frame pointer and, on arm64, keeps
+ * its return address in LR. A frame-pointer unwinder then skips mychardrv_write() in its
+ * call chain; a profiler must still name that caller (ORC on x86, the sampled LR on arm64).
+ * omit-frame-pointer makes arm64's GCC, which otherwise gives leaves a frame record under
+ * the kernel's -fno-omit-frame-pointer, build it the way x86's GCC does.
  */
-static noinline __noclone u64 char_dev_cache_checksum(const struct mychardrv *d, unsigned int steps)
+static noinline __noclone __attribute__((optimize("omit-frame-pointer"))) u64
+char_dev_cache_checksum(const struct mychardrv *d, unsigned int steps)
 {
 	unsigned int words = steps * 8;
 	u64 sum = 0;

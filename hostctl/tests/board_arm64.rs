@@ -550,3 +550,24 @@ fn deploy_arm64_board_picks_aarch64_agent_refuses_x86_64() {
     assert!(err.contains("x86-64") || err.contains("x86_64"), "{err}");
     assert!(err.contains("AArch64") || err.contains("aarch64"), "{err}");
 }
+
+/// Call paths through an image without frame pointers: mychardrv-writer (stripped on the
+/// board, -O2 without frame pointers) recorded with `--call-graph dwarf`; the callers of
+/// char_dev_cache_traverse go through the kernel's write path and libc's write into the
+/// program's write_request ← run_batches ← main.
+#[test]
+#[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
+fn board_arm64_writer_dwarf_callers_whole_path() {
+    let board = arm_board();
+    board::check_writer_dwarf_path(&board);
+}
+
+/// A kernel leaf without a frame keeps its immediate caller: char_dev_cache_checksum (no
+/// frame-pointer save in its disassembly) is called by mychardrv_write in ≥ 95 % of its
+/// samples' chains (the sampled LR, PERF_SAMPLE_REGS_INTR).
+#[test]
+#[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
+fn board_arm64_frameless_leaf_immediate_caller() {
+    let board = arm_board();
+    board::check_frameless_leaf_caller(&board, "aarch64-linux-gnu-objdump", "stp\tx29, x30");
+}

@@ -357,3 +357,24 @@ fn board_no_agent_deploy_hint_then_deploy() {
         "{out}"
     );
 }
+
+/// Call paths through an image without frame pointers: mychardrv-writer (stripped on the
+/// board, -O2 without frame pointers) recorded with `--call-graph dwarf`; the callers of
+/// char_dev_cache_traverse go through the kernel's write path and libc's write into the
+/// program's write_request ← run_batches ← main.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_day_writer_dwarf_callers_whole_path() {
+    let board = Board::from_env();
+    board::check_writer_dwarf_path(&board);
+}
+
+/// A kernel leaf without a frame keeps its immediate caller: char_dev_cache_checksum (no
+/// frame-pointer save in its disassembly) is called by mychardrv_write in ≥ 95 % of its
+/// samples' chains (ORC unwinder).
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_day_frameless_leaf_immediate_caller() {
+    let board = Board::from_env();
+    board::check_frameless_leaf_caller(&board, "objdump", "push   %rbp");
+}

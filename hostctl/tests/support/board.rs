@@ -167,3 +167,144 @@ pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
+
+/// `run` of `workload` with `extra` options, then `fetch --no-report`: the local archive.
+pub fn run_workload_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) -> PathBuf {
+    let (ok, out, err) = outcome(
+        board
+            .on_board("run")
+            .args(extra)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .arg("--")
+            .args(workload),
+    );
+    assert!(ok, "run failed:\n{err}");
+    let capture = out.lines().last().unwrap_or_default().trim().to_owned();
+    let name = Path::new(&capture)
+        .file_name()
+        .expect("capture path")
+        .to_owned();
+    let id = name
+        .to_string_lossy()
+        .trim_end_matches(".kprof.tar.gz")
+        .to_owned();
+    let (ok, _, err) = outcome(board.kprofctl().args(["fetch", &id, "--no-report"]));
+    assert!(ok, "fetch failed: {err}");
+    board.work.path().join("kprof-captures").join(name)
+}
+
+/// `report --callers FUNCTION --format json` against the Buildroot-like output dir
+/// (`KPROF_BOARD_BUILDROOT`: vmlinux, modules, and the image's user files by build-id).
+pub fn callers_json(board: &Board, capture: &Path, function: &str) -> serde_json::Value {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--buildroot")
+            .arg(env("KPROF_BOARD_BUILDROOT"))
+            .args(["--callers", function, "--format", "json"]),
+    );
+    assert!(ok, "report --callers {function}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
+}
+
+/// The heaviest path of a `--callers` tree, root first, as `image:symbol`.
+pub fn heaviest_path(tree: &serde_json::Value) -> Vec<String> {
+    let mut path = Vec::new();
+    let mut node = tree;
+    loop {
+        path.push(format!(
+            "{}:{}",
+            node["image"].as_str().unwrap_or("?"),
+            node["symbol"].as_str().unwrap_or("?")
+        ));
+        let best = node["children"]
+            .as_array()
+            .and_then(|c| c.iter().max_by_key(|n| n["samples"].as_u64().unwrap_or(0)));
+        match best {
+            Some(b) => node = b,
+            None => return path,
+        }
+    }
+}
+
+/// Must hold (call paths): the example program, stripped on the board and built without frame
+/// pointers, recorded with `--call-graph dwarf`: the heaviest callers path of
+/// char_dev_cache_traverse goes from the module through the kernel's write path and libc's
+/// write into the program's own functions, in that order.
+pub fn check_writer_dwarf_path(board: &Board) {
+    let capture = run_workload_and_fetch(
+        board,
+        &["--call-graph", "dwarf"],
+        &["mychardrv-writer", "10000", "4"],
+    );
+    let json = callers_json(board, &capture, "char_dev_cache_traverse");
+    let path = heaviest_path(&json["tree"]);
+    type Frame<'a> = (&'a str, &'a dyn Fn(&str) -> bool);
+    let wanted: [Frame; 7] = [
+        ("mychardrv.ko", &|s| s == "mychardrv_write"),
+        ("vmlinux", &|s| s == "vfs_write"),
+        ("vmlinux", &|s| s == "ksys_write"),
+        ("libc.so.6", &|s| s.contains("write")),
+        ("mychardrv-writer", &|s| s == "write_request"),
+        ("mychardrv-writer", &|s| s == "run_batches"),
+        ("mychardrv-writer", &|s| s == "main"),
+    ];
+    let mut at = 0;
+    for frame in &path {
+        let Some((image, symbol)) = frame.split_once(':') else {
+            continue;
+        };
+        if at < wanted.len() && image == wanted[at].0 && wanted[at].1(symbol) {
+            at += 1;
+        }
+    }
+    assert_eq!(
+        at,
+        wanted.len(),
+        "the heaviest path stops matching at {:?}:\n{}",
+        wanted.get(at).map(|w| w.0),
+        path.join("\n  <- ")
+    );
+}
+
+/// Must hold (kernel leaf callers): char_dev_cache_checksum sets up no frame (its disassembly
+/// in the unstripped module has no frame-pointer save), and `--callers` still names its
+/// immediate caller, mychardrv_write, in at least 95 % of its samples.
+pub fn check_frameless_leaf_caller(board: &Board, objdump: &str, frame_save: &str) {
+    let ko = find_file(&board.symbols, "mychardrv.ko").expect("mychardrv.ko");
+    let out = Command::new(objdump)
+        .args([
+            "-d",
+            "--no-show-raw-insn",
+            "--disassemble=char_dev_cache_checksum",
+        ])
+        .arg(&ko)
+        .output()
+        .unwrap_or_else(|e| panic!("{objdump}: {e}"));
+    let asm = String::from_utf8_lossy(&out.stdout);
+    assert!(asm.contains("<char_dev_cache_checksum>:"), "{asm}");
+    assert!(
+        !asm.contains(frame_save),
+        "char_dev_cache_checksum sets up a frame:\n{asm}"
+    );
+
+    let capture = run_workload_and_fetch(board, &[], &["mychardrv-writer", "20000", "4"]);
+    let json = callers_json(board, &capture, "char_dev_cache_checksum");
+    let tree = &json["tree"];
+    let total = tree["samples"].as_u64().unwrap_or(0);
+    assert!(total >= 20, "too few samples in the leaf: {total}");
+    let direct = tree["children"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["symbol"] == "mychardrv_write")
+        .map(|c| c["samples"].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    assert!(
+        direct * 100 >= total * 95,
+        "mychardrv_write is the immediate caller in {direct} of {total} samples:\n{tree:#}"
+    );
+}
