@@ -5,7 +5,7 @@
 ################################################################################
 
 # The example program of the kprof repository, at the commit kprof.mk pins.
-MYCHARDRV_WRITER_VERSION = 5e0855812833d5c8be53c510ccc24d98bfa1ccff
+MYCHARDRV_WRITER_VERSION = 00195af56207cbe281a336f70a6aab9bc1f16aae
 MYCHARDRV_WRITER_SITE = https://github.com/kprof/kprof.git
 MYCHARDRV_WRITER_SITE_METHOD = git
 MYCHARDRV_WRITER_LICENSE = MIT or Apache-2.0

@@ -5,7 +5,7 @@
 ################################################################################
 
 # The example module of the kprof repository, at the commit kprof.mk pins.
-MYCHARDRV_VERSION = 5e0855812833d5c8be53c510ccc24d98bfa1ccff
+MYCHARDRV_VERSION = 00195af56207cbe281a336f70a6aab9bc1f16aae
 MYCHARDRV_SITE = https://github.com/kprof/kprof.git
 MYCHARDRV_SITE_METHOD = git
 MYCHARDRV_MODULE_SUBDIRS = examples/mychardrv

@@ -11,7 +11,7 @@ LIC_FILES_CHKSUM = "file://mychardrv_writer.c;beginline=1;endline=1;md5=55ecc515
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 # Bumped together with kprof-agent's SRCREV (ci/checks/check-srcrev checks all three).
-SRCREV = "5e0855812833d5c8be53c510ccc24d98bfa1ccff"
+SRCREV = "00195af56207cbe281a336f70a6aab9bc1f16aae"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv-writer"

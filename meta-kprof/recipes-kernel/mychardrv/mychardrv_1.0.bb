@@ -9,7 +9,7 @@ LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 # Bumped together with kprof-agent's SRCREV (ci/checks/check-srcrev checks both).
-SRCREV = "5e0855812833d5c8be53c510ccc24d98bfa1ccff"
+SRCREV = "00195af56207cbe281a336f70a6aab9bc1f16aae"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv"
