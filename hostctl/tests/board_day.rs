@@ -56,31 +56,7 @@ fn board_day_mychardrv_top_function_and_callers() {
     assert!(file.ends_with("mychardrv.c"), "{top}");
     assert!(top["source"]["line"].as_u64().unwrap_or(0) > 0, "{top}");
 
-    let (ok, tree, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(local)
-            .arg("--symbols")
-            .arg(&board.symbols)
-            .args(["--callers", "char_dev_cache_traverse"]),
-    );
-    assert!(ok, "{err}");
-    for needle in [
-        "char_dev_cache_traverse",
-        "vfs_write",
-        "ksys_write",
-        "vmlinux",
-        "mychardrv.ko",
-    ] {
-        assert!(tree.contains(needle), "`{needle}` missing from:\n{tree}");
-    }
-    // vmlinux frames carry their source (file:line under the kernel tree).
-    assert!(
-        tree.lines()
-            .any(|l| l.contains("vfs_write") && l.contains(".c:")),
-        "no file:line on the kernel write path:\n{tree}"
-    );
+    board::check_day_callers(&board, local);
 }
 
 /// Must hold 2: with a vmlinux of another build the preflight and the report say the kernel

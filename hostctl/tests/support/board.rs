@@ -168,8 +168,9 @@ pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// `run` of `workload` with `extra` options, then `fetch --no-report`: the local archive.
-pub fn run_workload_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) -> PathBuf {
+/// `run` of `workload` with `extra` options, then `fetch --no-report`: the local archive and
+/// run's stderr.
+pub fn run_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) -> (PathBuf, String) {
     let (ok, out, err) = outcome(
         board
             .on_board("run")
@@ -189,9 +190,42 @@ pub fn run_workload_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) 
         .to_string_lossy()
         .trim_end_matches(".kprof.tar.gz")
         .to_owned();
-    let (ok, _, err) = outcome(board.kprofctl().args(["fetch", &id, "--no-report"]));
-    assert!(ok, "fetch failed: {err}");
-    board.work.path().join("kprof-captures").join(name)
+    let (ok, _, fetch_err) = outcome(board.kprofctl().args(["fetch", &id, "--no-report"]));
+    assert!(ok, "fetch failed: {fetch_err}");
+    let local = board.work.path().join("kprof-captures").join(name);
+    assert!(local.is_file(), "{} not fetched", local.display());
+    (local, err)
+}
+
+/// The user's day's call path: `--callers char_dev_cache_traverse` goes through
+/// mychardrv_write and the kernel's write path, vmlinux frames with file:line.
+pub fn check_day_callers(board: &Board, capture: &Path) {
+    let (ok, tree, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--callers", "char_dev_cache_traverse"]),
+    );
+    assert!(ok, "{err}");
+    for needle in [
+        "char_dev_cache_traverse",
+        "mychardrv_write",
+        "vfs_write",
+        "ksys_write",
+        "vmlinux",
+        "mychardrv.ko",
+    ] {
+        assert!(tree.contains(needle), "`{needle}` missing from:\n{tree}");
+    }
+    // vmlinux frames carry their source (file:line under the kernel tree).
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("vfs_write") && l.contains(".c:")),
+        "no file:line on the kernel write path:\n{tree}"
+    );
 }
 
 /// `report --callers FUNCTION --format json` against the Buildroot-like output dir
@@ -235,7 +269,7 @@ pub fn heaviest_path(tree: &serde_json::Value) -> Vec<String> {
 /// char_dev_cache_traverse goes from the module through the kernel's write path and libc's
 /// write into the program's own functions, in that order.
 pub fn check_writer_dwarf_path(board: &Board) {
-    let capture = run_workload_and_fetch(
+    let (capture, _) = run_and_fetch(
         board,
         &["--call-graph", "dwarf"],
         &["mychardrv-writer", "10000", "4"],
@@ -291,7 +325,7 @@ pub fn check_frameless_leaf_caller(board: &Board, objdump: &str, frame_save: &st
         "char_dev_cache_checksum sets up a frame:\n{asm}"
     );
 
-    let capture = run_workload_and_fetch(board, &[], &["mychardrv-writer", "20000", "4"]);
+    let (capture, _) = run_and_fetch(board, &[], &["mychardrv-writer", "20000", "4"]);
     let json = callers_json(board, &capture, "char_dev_cache_checksum");
     let tree = &json["tree"];
     let total = tree["samples"].as_u64().unwrap_or(0);
