@@ -238,38 +238,20 @@ impl Cfi {
                 && matches!(rule, RegisterRule::Undefined | RegisterRule::SameValue)
                 && matches!(cfa, CfaRule::RegisterAndOffset { .. })
         };
-        let mut ctx = Box::new(UnwindContext::new());
-        match self.indexed {
+        let (ra, rule, cfa) = match self.indexed {
             Indexed::EhFrame => {
                 let (_, b) = self.eh_frame.as_ref()?;
                 let sec = EhFrame::new(&b[..], LittleEndian);
-                let fde = sec
-                    .fde_from_offset(&bases, gimli::EhFrameOffset(fde.offset), |s, b, o| {
-                        s.cie_from_offset(b, o)
-                    })
-                    .ok()?;
-                let ra = fde.cie().return_address_register();
-                let row = fde
-                    .unwind_info_for_address(&sec, &bases, &mut ctx, addr)
-                    .ok()?;
-                Some(row_rule(ra, row.register(ra), row.cfa()))
+                ra_rule_at(&sec, &bases, fde.offset, addr)?
             }
             Indexed::DebugFrame => {
                 let b = self.debug_frame.as_ref()?;
                 let mut sec = DebugFrame::new(&b[..], LittleEndian);
                 sec.set_address_size(8);
-                let fde = sec
-                    .fde_from_offset(&bases, gimli::DebugFrameOffset(fde.offset), |s, b, o| {
-                        s.cie_from_offset(b, o)
-                    })
-                    .ok()?;
-                let ra = fde.cie().return_address_register();
-                let row = fde
-                    .unwind_info_for_address(&sec, &bases, &mut ctx, addr)
-                    .ok()?;
-                Some(row_rule(ra, row.register(ra), row.cfa()))
+                ra_rule_at(&sec, &bases, fde.offset, addr)?
             }
-        }
+        };
+        Some(row_rule(ra, rule, &cfa))
     }
 
     /// The framehop module of a mapping of this file at `avma`, whose address 0 is at
@@ -527,6 +509,30 @@ impl ProcessUnwinder {
             return Unwound { frames, end };
         }
     }
+}
+
+/// The return-address register of the FDE at `offset` of `sec`, and its rule and the CFA rule
+/// in the row for `addr`: the same for `.eh_frame` and `.debug_frame`.
+fn ra_rule_at<'a, S>(
+    sec: &S,
+    bases: &BaseAddresses,
+    offset: usize,
+    addr: u64,
+) -> Option<(Register, RegisterRule<usize>, CfaRule<usize>)>
+where
+    S: UnwindSection<EndianSlice<'a, LittleEndian>>,
+{
+    let fde = sec
+        .fde_from_offset(bases, S::Offset::from(offset), |s, b, o| {
+            s.cie_from_offset(b, o)
+        })
+        .ok()?;
+    let ra = fde.cie().return_address_register();
+    let mut ctx = Box::new(UnwindContext::new());
+    let row = fde
+        .unwind_info_for_address(sec, bases, &mut ctx, addr)
+        .ok()?;
+    Some((ra, row.register(ra), row.cfa().clone()))
 }
 
 #[cfg(test)]
