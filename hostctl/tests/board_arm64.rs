@@ -126,23 +126,7 @@ fn board_arm64_day_default_cycles_top_function_line_and_callers() {
         "no word of the default event:\n{run_err}"
     );
 
-    let (ok, out, err) = outcome(
-        board
-            .kprofctl()
-            .arg("fetch")
-            .arg("--symbols")
-            .arg(&board.symbols),
-    );
-    assert!(ok, "fetch failed: {err}");
-    assert!(
-        out.contains("char_dev_cache_traverse"),
-        "fetch summary:\n{out}"
-    );
-    let local = board
-        .work
-        .path()
-        .join("kprof-captures")
-        .join(Path::new(&capture).file_name().unwrap());
+    let local = board::fetch_day(&board, &capture);
 
     let m = manifest(&local);
     assert_eq!(m["uname"]["machine"], "aarch64");

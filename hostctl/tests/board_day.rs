@@ -28,25 +28,7 @@ fn board_day_mychardrv_top_function_and_callers() {
     assert!(err.contains("matches"), "kernel build-id check:\n{err}");
     assert!(!err.contains("MISMATCH"), "{err}");
 
-    let (ok, out, err) = outcome(
-        board
-            .kprofctl()
-            .arg("fetch")
-            .arg("--symbols")
-            .arg(&board.symbols),
-    );
-    assert!(ok, "fetch failed: {err}");
-    assert!(
-        out.contains("char_dev_cache_traverse"),
-        "fetch summary:\n{out}"
-    );
-    assert!(out.contains("HTML report:"), "{out}");
-    let local = board.captures_here();
-    let name = Path::new(&capture).file_name().unwrap();
-    let local = local
-        .iter()
-        .find(|p| p.file_name() == Some(name))
-        .expect("fetched capture");
+    let local = &board::fetch_day(&board, &capture);
 
     let json = report_json(&board, local, &board.symbols, &["--image", "mychardrv.ko"]);
     let top = &json["functions"][0];

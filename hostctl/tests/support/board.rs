@@ -197,6 +197,31 @@ pub fn run_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) -> (PathB
     (local, err)
 }
 
+/// The user's day's `kprofctl fetch` (every new capture, reported against the board's
+/// symbols): the summary names char_dev_cache_traverse and points at the HTML report. Returns
+/// the local copy of `capture` (its path on the board).
+pub fn fetch_day(board: &Board, capture: &str) -> PathBuf {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("fetch")
+            .arg("--symbols")
+            .arg(&board.symbols),
+    );
+    assert!(ok, "fetch failed: {err}");
+    assert!(
+        out.contains("char_dev_cache_traverse"),
+        "fetch summary:\n{out}"
+    );
+    assert!(out.contains("HTML report:"), "{out}");
+    let name = Path::new(capture).file_name().expect("capture path");
+    board
+        .captures_here()
+        .into_iter()
+        .find(|p| p.file_name() == Some(name))
+        .expect("fetched capture")
+}
+
 /// The user's day's call path: `--callers char_dev_cache_traverse` goes through
 /// mychardrv_write and the kernel's write path, vmlinux frames with file:line.
 pub fn check_day_callers(board: &Board, capture: &Path) {
