@@ -319,29 +319,80 @@ fn unwind_cfi_aarch64_leaf_return_address_in_lr() {
     assert!(cfi.covers(leaf) && !cfi.covers(0));
 }
 
+const ATTR_SIZE: usize = 128;
+
+fn u64s(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn u32s(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// One perf record: header (`kind`, `misc`, size) and `body`.
+fn perf_record(out: &mut Vec<u8>, kind: u32, misc: u16, body: &[u8]) {
+    u32s(out, kind);
+    out.extend_from_slice(&misc.to_le_bytes());
+    out.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+    out.extend_from_slice(body);
+}
+
+/// A cpu-clock attribute (period 1000) with `sample_type` and the aarch64 LR and PC
+/// (`bits 30 and 32`) in the register mask at byte `regs_at` (80: `sample_regs_user`,
+/// 96: `sample_regs_intr`).
+fn lr_pc_attr(sample_type: u64, regs_at: usize) -> Vec<u8> {
+    let mut attr = vec![0u8; ATTR_SIZE];
+    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
+    attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
+    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    attr[24..32].copy_from_slice(&sample_type.to_le_bytes());
+    attr[regs_at..regs_at + 8].copy_from_slice(&((1u64 << 30) | (1 << 32)).to_le_bytes());
+    attr
+}
+
+/// A PERFILE2 of `attr` (no ids) and `data`, with `build_ids` records as its HEADER_BUILD_ID
+/// feature section when given.
+fn perfile2(attr: &[u8], data: &[u8], build_ids: Option<&[u8]>) -> Vec<u8> {
+    let attrs_off = 104usize;
+    let data_off = attrs_off + ATTR_SIZE + 16;
+    let mut out = b"PERFILE2".to_vec();
+    for v in [
+        104,
+        ATTR_SIZE + 16,
+        attrs_off,
+        ATTR_SIZE + 16,
+        data_off,
+        data.len(),
+        0,
+        0,
+    ] {
+        u64s(&mut out, v as u64);
+    }
+    let mut features = [0u8; 32];
+    if build_ids.is_some() {
+        features[0] = 1 << 2; // HEADER_BUILD_ID
+    }
+    out.extend_from_slice(&features);
+    out.extend_from_slice(attr);
+    u64s(&mut out, 0); // ids section: none
+    u64s(&mut out, 0);
+    out.extend_from_slice(data);
+    if let Some(ids) = build_ids {
+        let ids_off = out.len() + 16;
+        u64s(&mut out, ids_off as u64);
+        u64s(&mut out, ids.len() as u64);
+        out.extend_from_slice(ids);
+    }
+    out
+}
+
 /// A PERFILE2 with one cpu-clock attribute whose samples carry IP, TID, CALLCHAIN and
 /// REGS_USER with aarch64's LR and PC (`sample_regs_user` bits 30 and 32, as perf numbers
 /// them), one MMAP2 record with a build-id for `exe` at 0x400000, then `samples`:
 /// `(user callchain, LR, PC)`.
 fn aarch64_fp_perf_data(build_id: &[u8], exe: &Path, samples: &[(Vec<u64>, u64, u64)]) -> Vec<u8> {
-    const ATTR_SIZE: usize = 128;
-    let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
-    let u32s = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
-    let record = |out: &mut Vec<u8>, kind: u32, misc: u16, body: &[u8]| {
-        u32s(out, kind);
-        out.extend_from_slice(&misc.to_le_bytes());
-        out.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
-        out.extend_from_slice(body);
-    };
-    let regs_mask: u64 = (1 << 30) | (1 << 32);
-    let mut attr = vec![0u8; ATTR_SIZE];
-    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
-    attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
-    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
     // IP | TID | CALLCHAIN | REGS_USER
-    let sample_type: u64 = 1 | 2 | 1 << 5 | 1 << 12;
-    attr[24..32].copy_from_slice(&sample_type.to_le_bytes());
-    attr[80..88].copy_from_slice(&regs_mask.to_le_bytes());
+    let attr = lr_pc_attr(1 | 2 | 1 << 5 | 1 << 12, 80);
 
     let mut data = Vec::new();
     let mut body = Vec::new();
@@ -361,7 +412,7 @@ fn aarch64_fp_perf_data(build_id: &[u8], exe: &Path, samples: &[(Vec<u64>, u64, 
     body.push(0);
     body.resize(body.len().div_ceil(8) * 8, 0);
     // PERF_RECORD_MMAP2, user, PERF_RECORD_MISC_MMAP_BUILD_ID
-    record(&mut data, 10, 2 | 1 << 14, &body);
+    perf_record(&mut data, 10, 2 | 1 << 14, &body);
     for (chain, lr, pc) in samples {
         let mut body = Vec::new();
         u64s(&mut body, *pc);
@@ -375,29 +426,9 @@ fn aarch64_fp_perf_data(build_id: &[u8], exe: &Path, samples: &[(Vec<u64>, u64, 
         u64s(&mut body, 2); // PERF_SAMPLE_REGS_ABI_64
         u64s(&mut body, *lr); // bit 30 first
         u64s(&mut body, *pc); // then bit 32
-        record(&mut data, 9, 2, &body); // PERF_RECORD_SAMPLE, user
+        perf_record(&mut data, 9, 2, &body); // PERF_RECORD_SAMPLE, user
     }
-    let attrs_off = 104usize;
-    let data_off = attrs_off + ATTR_SIZE + 16;
-    let mut out = b"PERFILE2".to_vec();
-    for v in [
-        104,
-        ATTR_SIZE + 16,
-        attrs_off,
-        ATTR_SIZE + 16,
-        data_off,
-        data.len(),
-        0,
-        0,
-    ] {
-        u64s(&mut out, v as u64);
-    }
-    out.extend_from_slice(&[0u8; 32]); // no feature sections
-    out.extend_from_slice(&attr);
-    u64s(&mut out, 0); // ids section: none
-    u64s(&mut out, 0);
-    out.extend_from_slice(&data);
-    out
+    perfile2(&attr, &data, None)
 }
 
 /// The address after the first `bl` in the code of `func`: the return address of its first
@@ -486,29 +517,14 @@ fn aarch64_kernel_perf_data(
     base: u64,
     samples: &[(Vec<u64>, u64, u64)],
 ) -> Vec<u8> {
-    const ATTR_SIZE: usize = 128;
     const KO: &str = "/lib/modules/6.1.0/extra/lrmod.ko";
-    let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
-    let u32s = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
-    let record = |out: &mut Vec<u8>, kind: u32, misc: u16, body: &[u8]| {
-        u32s(out, kind);
-        out.extend_from_slice(&misc.to_le_bytes());
-        out.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
-        out.extend_from_slice(body);
-    };
     let name = |out: &mut Vec<u8>| {
         out.extend_from_slice(KO.as_bytes());
         out.push(0);
         out.resize(out.len().div_ceil(8) * 8, 0);
     };
-    let mut attr = vec![0u8; ATTR_SIZE];
-    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
-    attr[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
-    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
     // IP | TID | CALLCHAIN | REGS_INTR
-    let sample_type: u64 = 1 | 2 | 1 << 5 | 1 << 18;
-    attr[24..32].copy_from_slice(&sample_type.to_le_bytes());
-    attr[96..104].copy_from_slice(&((1u64 << 30) | (1 << 32)).to_le_bytes());
+    let attr = lr_pc_attr(1 | 2 | 1 << 5 | 1 << 18, 96);
 
     let mut data = Vec::new();
     let mut body = Vec::new();
@@ -518,7 +534,7 @@ fn aarch64_kernel_perf_data(
     u64s(&mut body, 0x1_0000);
     u64s(&mut body, 0);
     name(&mut body);
-    record(&mut data, 1, 1, &body); // PERF_RECORD_MMAP, kernel
+    perf_record(&mut data, 1, 1, &body); // PERF_RECORD_MMAP, kernel
     for (chain, lr, pc) in samples {
         let mut body = Vec::new();
         u64s(&mut body, *pc);
@@ -532,7 +548,7 @@ fn aarch64_kernel_perf_data(
         u64s(&mut body, 2); // PERF_SAMPLE_REGS_ABI_64
         u64s(&mut body, *lr);
         u64s(&mut body, *pc);
-        record(&mut data, 9, 1, &body); // PERF_RECORD_SAMPLE, kernel
+        perf_record(&mut data, 9, 1, &body); // PERF_RECORD_SAMPLE, kernel
     }
     // HEADER_BUILD_ID: one `struct perf_record_header_build_id`.
     let mut ids = Vec::new();
@@ -544,35 +560,9 @@ fn aarch64_kernel_perf_data(
     body.extend_from_slice(&[build_id.len() as u8, 0, 0, 0]);
     name(&mut body);
     // PERF_RECORD_MISC_KERNEL | PERF_RECORD_MISC_BUILD_ID_SIZE
-    record(&mut ids, 0, 1 | 1 << 15, &body);
+    perf_record(&mut ids, 0, 1 | 1 << 15, &body);
 
-    let attrs_off = 104usize;
-    let data_off = attrs_off + ATTR_SIZE + 16;
-    let mut out = b"PERFILE2".to_vec();
-    for v in [
-        104,
-        ATTR_SIZE + 16,
-        attrs_off,
-        ATTR_SIZE + 16,
-        data_off,
-        data.len(),
-        0,
-        0,
-    ] {
-        u64s(&mut out, v as u64);
-    }
-    let mut features = [0u8; 32];
-    features[0] = 1 << 2; // HEADER_BUILD_ID
-    out.extend_from_slice(&features);
-    out.extend_from_slice(&attr);
-    u64s(&mut out, 0);
-    u64s(&mut out, 0);
-    out.extend_from_slice(&data);
-    let ids_off = out.len() + 16;
-    u64s(&mut out, ids_off as u64);
-    u64s(&mut out, ids.len() as u64);
-    out.extend_from_slice(&ids);
-    out
+    perfile2(&attr, &data, Some(&ids))
 }
 
 /// aarch64 kernel samples with LR and PC in REGS_INTR, in a module whose `.debug_frame` is
