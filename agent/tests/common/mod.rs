@@ -38,30 +38,35 @@ pub fn build_c(name: &str, dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(format!("{name}.c"));
-    let out = dir.join(name);
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("cc must be installed");
-    assert!(st.success(), "cc failed for {}", src.display());
-    out
+    cc(
+        &src,
+        &dir.join(name),
+        &["-g", "-O1", "-fno-omit-frame-pointer"],
+    )
 }
 
 /// Compiles `examples/unwind-demo/unwind_demo.c` as its Makefile does (no frame pointers): the
 /// program both the agent's and the host's unwinding tests record.
 pub fn build_unwind_demo(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/unwind-demo/unwind_demo.c");
-    let out = dir.join("unwind_demo");
+    cc(
+        &src,
+        &dir.join("unwind_demo"),
+        &["-O2", "-g", "-fomit-frame-pointer"],
+    )
+}
+
+/// `cc FLAGS -o OUT SRC`, which must succeed; returns `out`.
+fn cc(src: &Path, out: &Path, flags: &[&str]) -> PathBuf {
     let st = Command::new("cc")
-        .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
-        .arg(&out)
-        .arg(&src)
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
         .status()
         .expect("cc must be installed");
     assert!(st.success(), "cc failed for {}", src.display());
-    out
+    out.to_path_buf()
 }
 
 /// The root check, a scratch directory `name`, and the workload `tests/data/PROG.c` built in it.
