@@ -27,6 +27,9 @@ pub enum Format {
     Collapsed,
     /// Gzipped pprof profile.proto (Pyroscope, Parca, `go tool pprof`).
     Pprof,
+    /// Firefox Profiler processed-format JSON (profiler.firefox.com, "Load a profile from
+    /// file"): thread and CPU tracks over time, markers, a counter per hardware event.
+    Firefox,
 }
 
 /// Arguments of `kprofctl report`.
@@ -336,6 +339,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
         Format::Collapsed => render::collapsed::write(p, &mut out)?,
         Format::Pprof => render::pprof::write(p, &mut out)?,
+        Format::Firefox => render::firefox::write(p, &mut out)?,
     }
     out.flush().context("writing the report")?;
     Ok(())
