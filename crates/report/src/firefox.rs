@@ -12,7 +12,8 @@
 //! - A counter track per hardware event: its summed sample periods per millisecond.
 //!   Software events (cpu-clock, task-clock, page-faults, ...) get none: the thread tracks'
 //!   CPU graph already shows cpu-clock time.
-//! - Markers on the busiest thread: workload start and exit, lost samples, throttling.
+//! - Markers on the profiled command's busiest thread (else the busiest of all): workload
+//!   start and exit, lost samples, throttling.
 
 mod markers;
 
@@ -111,12 +112,14 @@ fn build(p: &Profile) -> Result<Fx, Error> {
         per_thread[stack.thread] += 1;
     }
     add_cpu_tracks(p, &mut fx, &labels, t0);
-    let busiest = per_thread
-        .iter()
-        .enumerate()
-        .max_by_key(|(_, n)| **n)
-        .map(|(i, _)| i);
-    if let Some(i) = busiest {
+    // Markers go on the profiled command's busiest thread, else on the busiest of all.
+    let workload = |i: &usize| p.meta.workload_pid.is_none_or(|w| p.threads[*i].pid == w);
+    let busiest = |only_workload: bool| {
+        (0..p.threads.len())
+            .filter(|i| per_thread[*i] > 0 && (!only_workload || workload(i)))
+            .max_by_key(|i| per_thread[*i])
+    };
+    if let Some(i) = busiest(true).or_else(|| busiest(false)) {
         let t = threads[i];
         fx.set_thread_show_markers_in_timeline(t, true);
         fx.add_initial_selected_thread(t);

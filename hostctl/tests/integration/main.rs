@@ -20,4 +20,5 @@ mod report_errors;
 mod report_events;
 mod report_perf;
 mod report_perf_formats;
+mod report_time;
 mod report_unwind;
