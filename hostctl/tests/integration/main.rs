@@ -11,6 +11,7 @@ mod remote_day;
 mod remote_ssh;
 mod remote_support;
 mod render_collapsed;
+mod render_firefox;
 mod render_html;
 mod render_pprof;
 mod render_support;
