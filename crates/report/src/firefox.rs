@@ -350,3 +350,77 @@ impl FrameLabels {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture;
+
+    /// PMU events (named, raw, with modifiers) are hardware; perf's software events and
+    /// tracepoints are not.
+    #[test]
+    fn is_hardware_event_names_classified() {
+        for hw in ["cycles", "instructions", "r03", "L1-dcache-load-misses", "cycles:u"] {
+            assert!(is_hardware_event(hw), "{hw}");
+        }
+        for sw in [
+            "cpu-clock",
+            "cpu-clock/period=100000/",
+            "page-faults",
+            "task-clock:u",
+            "sched:sched_switch",
+        ] {
+            assert!(!is_hardware_event(sw), "{sw}");
+        }
+    }
+
+    /// A hardware event's counter track sums its samples' periods per millisecond, with
+    /// the number of samples as operations; the software event gets no track.
+    #[test]
+    fn write_firefox_hardware_event_counter_per_ms() {
+        let mut p = fixture::profile();
+        p.events[1].name = "cycles".into();
+        let sample = |time, event, period| Sample {
+            time,
+            stack: 0,
+            event,
+            cpu: 0,
+            period,
+        };
+        p.samples = vec![
+            sample(0, 0, 250_000),
+            sample(100_000, 1, 1000),
+            sample(600_000, 1, 3000),
+            sample(1_500_000, 1, 500),
+            sample(3_200_000, 1, 700),
+        ];
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let fx: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let counters = fx["counters"].as_array().expect("counters");
+        assert_eq!(counters.len(), 1, "{counters:?}");
+        assert_eq!(counters[0]["name"], "cycles");
+        let s = &counters[0]["samples"];
+        let values: Vec<f64> = s["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(values, vec![4000.0, 500.0, 700.0]);
+        let ops: Vec<u64> = s["number"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(ops, vec![2, 1, 1]);
+    }
+
+    /// A profile without events is refused, not written empty.
+    #[test]
+    fn write_firefox_no_events_refused() {
+        let p = Profile::default();
+        assert!(matches!(write(&p, &mut Vec::new()), Err(Error::NoEvents)));
+    }
+}
