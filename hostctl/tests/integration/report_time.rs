@@ -157,3 +157,48 @@ fn report_time_bad_window_refused() {
         );
     }
 }
+
+/// The other formats take the window too: the collapsed stacks of the two halves add up to
+/// the whole capture's, line by line, and in the second half phase_b leaves outnumber
+/// phase_a ones more than tenfold.
+#[test]
+fn report_time_collapsed_halves_add_up() {
+    let dir = phases::recorded().path();
+    let duration = report_json(&[])["capture"]["duration_ns"].as_u64().unwrap();
+    let half = secs(duration / 2);
+    let folded = |extra: &[&str]| {
+        let mut args = vec![
+            "report",
+            "perf.data",
+            "--symbols",
+            ".",
+            "--format",
+            "collapsed",
+        ];
+        args.extend_from_slice(extra);
+        let mut lines = std::collections::BTreeMap::<String, u64>::new();
+        for l in kprofctl_ok(&args, dir).lines() {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            *lines.entry(stack.to_string()).or_default() += n.parse::<u64>().unwrap();
+        }
+        lines
+    };
+    let whole = folded(&[]);
+    let mut halves = folded(&["--time", &format!("..{half}")]);
+    let second = folded(&["--time", &format!("{half}..")]);
+    let leaf = |lines: &std::collections::BTreeMap<String, u64>, f: &str| -> u64 {
+        lines
+            .iter()
+            .filter(|(s, _)| s.ends_with(&format!(":{f}")))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert!(
+        leaf(&second, "phase_b") > 10 * leaf(&second, "phase_a"),
+        "second half: {second:?}"
+    );
+    for (stack, n) in second {
+        *halves.entry(stack).or_default() += n;
+    }
+    assert_eq!(halves, whole);
+}
