@@ -123,8 +123,13 @@ impl PerfFile {
 }
 
 fn symbolize(perf_data: &Path) -> Profile {
+    symbolize_with(perf_data, recorded().dir.path())
+}
+
+/// Symbolizes `perf_data` with the program in `program_dir`, the host's libraries and kernel.
+fn symbolize_with(perf_data: &Path, program_dir: &Path) -> Profile {
     let opts = kprof_symbols::Options {
-        symbol_paths: vec![recorded().dir.path().to_owned()],
+        symbol_paths: vec![program_dir.to_owned()],
         host_files: true,
         debug_roots: vec!["/usr/lib/debug".into()],
         // The capture was made on this host: its kernel names kernel frames (ksys_write).
@@ -248,4 +253,91 @@ fn symbolize_perfdata_mmap2_in_next_round_sorted_before_samples() {
         })
         .count();
     assert_eq!(unknown, 0, "stacks with [unknown] frames");
+}
+
+const PERF_RECORD_FORK: u32 = 7;
+
+/// A program whose child, after fork(), maps a file executable (an MMAP2 of its own) and
+/// then writes from the code it shares with its parent.
+const FORKER: &str = r#"#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+__attribute__((noinline)) void chatter(int fd, int rounds) {
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < rounds; i++)
+        if (write(fd, buf, sizeof buf) < 0) exit(1);
+}
+
+int main(void) {
+    int fd = open("/dev/null", O_WRONLY);
+    pid_t child = fork();
+    if (child == 0) {
+        int self = open("/proc/self/exe", O_RDONLY);
+        if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, self, 0) == MAP_FAILED) _exit(1);
+        chatter(fd, 300000);
+        _exit(0);
+    }
+    waitpid(child, NULL, 0);
+    return 0;
+}
+"#;
+
+/// The child's FORK timestamped after the child's own MMAP2 (the child ran on a CPU whose
+/// clock is behind): the child still gets its parent's mappings, and its write(2) chains
+/// reach `main`.
+#[test]
+fn symbolize_perfdata_fork_after_childs_mmap2_inherits_parent() {
+    let dir = recorded().dir.path().join("forker");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("forker.c"), FORKER).unwrap();
+    capture::run(
+        std::process::Command::new("gcc").current_dir(&dir).args([
+            "-O2",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-o",
+            "prog",
+            "forker.c",
+        ]),
+        "gcc",
+    );
+    capture::run(
+        std::process::Command::new("perf")
+            .current_dir(&dir)
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-g"])
+            .args(["-o", "perf.data", "./prog"]),
+        "perf record",
+    );
+    let f = PerfFile::read(&dir.join("perf.data"));
+    let fork = f
+        .recs
+        .iter()
+        .position(|r| {
+            // pid != ppid: a new process, not a thread.
+            let body = r.at.start + 8;
+            r.kind == PERF_RECORD_FORK && f.bytes[body..body + 4] != f.bytes[body + 4..body + 8]
+        })
+        .expect("the child's FORK");
+    let child = f.pid(&f.recs[fork]);
+    let own = f
+        .recs
+        .iter()
+        .find(|r| r.kind == PERF_RECORD_MMAP2 && f.pid(r) == child)
+        .expect("the child's own MMAP2");
+    let late = f.time(own) + 1;
+    let mut bytes = f.bytes.clone();
+    // FORK's own time field (after pid, ppid, tid, ptid) and its sample_id_all TIME.
+    let rec = &f.recs[fork];
+    for at in [rec.at.start + 8 + 16, f.time_at(rec)] {
+        bytes[at..at + 8].copy_from_slice(&late.to_le_bytes());
+    }
+    let out = dir.join("fork-late.data");
+    std::fs::write(&out, bytes).unwrap();
+    let p = symbolize_with(&out, &dir);
+    assert_write_chains_whole(&p, "FORK after the child's MMAP2");
 }

@@ -210,10 +210,8 @@ impl State<'_> {
                 self.comms.insert(c.tid, name);
             }
             EventRecord::Fork(f) => {
-                if f.pid != f.ppid && !self.procs.contains_key(&f.pid) {
-                    if let Some(maps) = self.procs.get(&f.ppid).cloned() {
-                        self.procs.insert(f.pid, maps);
-                    }
+                if f.pid != f.ppid {
+                    self.inherit_mappings(f.pid, f.ppid);
                 }
                 if let Some(c) = self.comms.get(&f.ptid).cloned() {
                     self.comms.entry(f.tid).or_insert(c);
