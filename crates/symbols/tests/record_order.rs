@@ -21,10 +21,11 @@ const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
 const AFTER_TIME: u64 = (1 << 6) | (1 << 9) | (1 << 7) | (1 << 16);
 const SAMPLE_TIME: u64 = 1 << 2;
 
-/// The recording, made once per test binary: `./prog 100 400`.
+/// The recording, made once per test binary: `./prog 100 4000` (a few hundred write(2)
+/// samples).
 fn recorded() -> &'static capture::Recorded {
     static R: OnceLock<capture::Recorded> = OnceLock::new();
-    R.get_or_init(|| capture::record(100, 400))
+    R.get_or_init(|| capture::record(100, 4000))
 }
 
 /// One record of the data section: its type, misc and byte range (header included).
@@ -207,52 +208,74 @@ fn symbolize_perfdata_exec_comm_after_its_mmap2_keeps_program() {
     assert_write_chains_whole(&symbolize(&out), "exec COMM after the program's MMAP2");
 }
 
-/// The exec COMM and MMAP2 records moved from the first round to the start of the second,
-/// after samples of the program that are later in time: the samples still find the mappings.
+/// Every stack as (function, image) names, innermost first, with its count: sorted, so that
+/// two profiles of one recording compare equal whatever order they interned stacks in.
+fn named_stacks(p: &Profile) -> Vec<(Vec<(String, String)>, u64)> {
+    let mut all: Vec<_> = p
+        .stacks
+        .iter()
+        .map(|s| {
+            let frames = s
+                .frames
+                .iter()
+                .map(|f| {
+                    let func = &p.functions[p.frames[*f].function];
+                    let name = func.name.clone().unwrap_or_default();
+                    (name, p.images[func.image].name.clone())
+                })
+                .collect();
+            (frames, s.counts[0])
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// The program's first samples alone in the first round and its exec COMM and MMAP2 records
+/// at the start of the second: the samples precede their mappings in the file and follow
+/// them in time. The profile is the one of the file as recorded.
 #[test]
 fn symbolize_perfdata_mmap2_in_next_round_sorted_before_samples() {
     let f = PerfFile::read(&recorded().perf_data());
     let (comm, mmaps) = f.exec_records();
     let pid = f.pid(&f.recs[comm]);
-    let round_end = f
-        .recs
-        .iter()
-        .position(|r| r.kind == PERF_RECORD_FINISHED_ROUND)
-        .expect("a FINISHED_ROUND");
-    let moved: Vec<usize> = std::iter::once(comm)
-        .chain(mmaps.iter().copied())
-        .filter(|&i| i < round_end)
+    let rounds: Vec<usize> = (0..f.recs.len())
+        .filter(|&i| f.recs[i].kind == PERF_RECORD_FINISHED_ROUND)
+        .collect();
+    assert!(!rounds.is_empty(), "no FINISHED_ROUND");
+    // The second round ends at the next FINISHED_ROUND, or with the file.
+    let second_end = rounds.get(1).copied().unwrap_or(f.recs.len());
+    // A sample's TIME follows IP and TID.
+    let sample_time = |i: usize| u64_at(&f.bytes, f.recs[i].at.start + 24);
+    let text_mapped = f.time(&f.recs[mmaps[0]]);
+    let first: Vec<usize> = (0..f.recs.len())
+        .filter(|&i| f.recs[i].kind == PERF_RECORD_SAMPLE && f.pid(&f.recs[i]) == pid)
+        .filter(|&i| sample_time(i) > text_mapped)
+        .take(3)
         .collect();
     assert!(
-        moved.len() >= 2,
-        "the exec and the program's MMAP2 in round 1"
+        first.len() == 3 && first[2] < second_end,
+        "the program's first samples in the first two rounds"
     );
-    let last_moved = moved.iter().map(|&i| f.time(&f.recs[i])).max().unwrap();
-    let later_samples = (0..round_end)
-        .filter(|&i| f.recs[i].kind == PERF_RECORD_SAMPLE && f.pid(&f.recs[i]) == pid)
-        .filter(|&i| {
-            // A sample's TIME follows IP and TID.
-            u64_at(&f.bytes, f.recs[i].at.start + 24) > last_moved
-        })
-        .count();
-    assert!(later_samples > 0, "samples of the program in round 1");
-    let mut order: Vec<usize> = (0..=round_end).filter(|i| !moved.contains(i)).collect();
-    order.extend(&moved);
-    order.extend(round_end + 1..f.recs.len());
+    let exec: Vec<usize> = std::iter::once(comm)
+        .chain(mmaps.iter().copied())
+        .filter(|&i| i < second_end)
+        .collect();
+    // Synthesized records, then the samples, the round's end, the exec's records, the rest.
+    let mut order: Vec<usize> = (0..comm)
+        .filter(|i| !rounds.contains(i) && !first.contains(i))
+        .collect();
+    order.extend(&first);
+    order.push(rounds[0]);
+    order.extend(&exec);
+    let placed = order.clone();
+    order.extend((0..f.recs.len()).filter(|i| !placed.contains(i)));
     let out = recorded().dir.path().join("mmap-next-round.data");
     f.write(&order, &out);
-    let p = symbolize(&out);
-    assert_write_chains_whole(&p, "MMAP2 in the next round");
-    let unknown = p
-        .stacks
-        .iter()
-        .filter(|s| {
-            s.frames
-                .iter()
-                .any(|f| p.images[p.functions[p.frames[*f].function].image].name == "[unknown]")
-        })
-        .count();
-    assert_eq!(unknown, 0, "stacks with [unknown] frames");
+    assert_eq!(
+        named_stacks(&symbolize(&out)),
+        named_stacks(&symbolize(&recorded().perf_data()))
+    );
 }
 
 const PERF_RECORD_FORK: u32 = 7;
