@@ -6,7 +6,8 @@ use crate::render_support::{capture, perf_sample_count, report};
 /// with kernel frames marked `_[k]` under the user frames that made the system call.
 #[test]
 fn report_collapsed_real_capture_counts_match_perf() {
-    let recorded = capture::record(100, 400);
+    // 400k writes: a few hundred write(2) samples (40k sometimes gave none).
+    let recorded = capture::record(100, 4000);
     let dir = recorded.dir.path();
     let text = report(dir, "collapsed", None);
     let mut total = 0u64;
