@@ -139,6 +139,29 @@ impl State<'_> {
         maps.insert(i, map);
     }
 
+    /// A forked process `pid` gets the mappings of `parent` that it has none in the place
+    /// of. Its own may be there already: a FORK record can sort after the child's first MMAP2
+    /// (the child ran on a CPU whose clock is behind), and those are newer than the parent's.
+    pub(super) fn inherit_mappings(&mut self, pid: i32, parent: i32) {
+        let Some(inherited) = self.procs.get(&parent).cloned() else {
+            return;
+        };
+        let maps = self.procs.entry(pid).or_default();
+        if maps.is_empty() {
+            *maps = inherited;
+            return;
+        }
+        self.unwinders.remove(&pid);
+        for map in inherited {
+            let i = maps.partition_point(|m| m.start < map.start);
+            let free = maps.get(i).is_none_or(|next| next.start >= map.end)
+                && i.checked_sub(1).is_none_or(|j| maps[j].end <= map.start);
+            if free {
+                maps.insert(i, map);
+            }
+        }
+    }
+
     pub(super) fn add_kernel_mapping(&mut self, path: &str, start: u64, len: u64, pgoff: u64) {
         if path.starts_with("[kernel.kallsyms]") {
             self.kernel_range = Some((start, start.saturating_add(len)));

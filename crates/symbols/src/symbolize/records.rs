@@ -221,17 +221,18 @@ impl State<'_> {
         match record {
             EventRecord::Comm(c) => {
                 let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                // An exec keeps the mappings seen so far, as perf does: the new image's
+                // MMAP2 records replace the old ones they overlap. Clearing them here lost the
+                // new image when its exec COMM sorts after its first MMAP2 (the exec moved to
+                // another CPU whose clock is ahead), and every fp chain through it was cut.
                 if c.is_execve {
-                    self.procs.remove(&c.pid);
                     self.unwinders.remove(&c.pid);
                 }
                 self.comms.insert(c.tid, name);
             }
             EventRecord::Fork(f) => {
-                if f.pid != f.ppid && !self.procs.contains_key(&f.pid) {
-                    if let Some(maps) = self.procs.get(&f.ppid).cloned() {
-                        self.procs.insert(f.pid, maps);
-                    }
+                if f.pid != f.ppid {
+                    self.inherit_mappings(f.pid, f.ppid);
                 }
                 if let Some(c) = self.comms.get(&f.ptid).cloned() {
                     self.comms.entry(f.tid).or_insert(c);
