@@ -153,14 +153,6 @@ impl Writer {
         Ok(())
     }
 
-    /// Raw and written bytes of the data records so far (equal without compression).
-    pub fn data_totals(&self) -> (u64, u64) {
-        match &self.zstd {
-            Some(z) => z.totals(),
-            None => (self.data_size, self.data_size),
-        }
-    }
-
     /// Writes the feature sections and the header, flushes and syncs. Returns the file size.
     pub fn finish(mut self, f: &Features) -> io::Result<u64> {
         let mut bodies: Vec<(u32, Vec<u8>)> = Vec::new();
