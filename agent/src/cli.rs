@@ -10,7 +10,7 @@ use crate::Error;
 pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
-                          [-- CMD ARGS...]
+                          [-z | --compression-level[=N] | --no-compress] [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
@@ -28,6 +28,9 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   -p PID      only this process and its threads      -C CPUS    CPU list, e.g. 0,2-3
   --duration SECS   stop after SECS seconds          -o DIR     capture dir
   --mmap-pages N    ring buffer pages per CPU, a power of two (default 128, 512 with dwarf)
+  -z, --compression-level[=N]   zstd-compress perf.data's records while recording, as
+              `perf record -z` (N 1-22, default 1; on by default)
+  --no-compress     write perf.data's records uncompressed (least CPU, largest archive)
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -41,6 +44,10 @@ pub const DEFAULT_MMAP_PAGES: usize = 128;
 /// headroom between wake-ups as [`DEFAULT_MMAP_PAGES`] gives frame-pointer samples.
 pub const DEFAULT_MMAP_PAGES_DWARF: usize = 512;
 pub const DEFAULT_FREQ: u64 = 4000;
+/// zstd level of perf.data's records unless told otherwise: level 1, perf's `-z` default. On
+/// by default because the archive is what a board stores and sends: 7-8x smaller perf.data
+/// for dwarf captures, at less CPU than the gzip pass it replaces (docs/performance.md).
+pub const DEFAULT_COMPRESSION: Option<i32> = Some(1);
 /// perf's default `--call-graph dwarf` stack dump size.
 pub const DEFAULT_STACK_USER: u32 = 8192;
 /// The largest stack dump: the kernel's sample size is a u16, so perf caps the dump at
@@ -117,6 +124,8 @@ pub struct RecordOpts {
     pub duration: Option<Duration>,
     pub out_dir: PathBuf,
     pub mmap_pages: usize,
+    /// zstd level of perf.data's records; `None`: uncompressed.
+    pub compression: Option<i32>,
     pub command: Vec<String>,
 }
 
@@ -181,6 +190,19 @@ fn number<T: std::str::FromStr>(opt: &str, v: &str) -> Result<T, Error> {
         .map_err(|_| usage(format!("option {opt}: `{v}` is not a valid number")))
 }
 
+/// A zstd level as perf takes it.
+fn compression_level(opt: &str, v: &str) -> Result<i32, Error> {
+    let range = crate::zstd_records::LEVELS;
+    match v.parse::<i32>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(usage(format!(
+            "option {opt}: `{v}` is not a zstd level ({}-{})",
+            range.start(),
+            range.end()
+        ))),
+    }
+}
+
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, Error> {
     let Some(sub) = args.first() else {
@@ -240,6 +262,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         duration: None,
         out_dir: PathBuf::from(kprof_capture::CAPTURE_DIR),
         mmap_pages: DEFAULT_MMAP_PAGES,
+        compression: DEFAULT_COMPRESSION,
         command: Vec::new(),
     };
     let mut mmap_pages = None;
@@ -306,6 +329,14 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
                 }
                 mmap_pages = Some(n);
             }
+            // perf's optional value: attached only (`-z3`, `--compression-level=3`).
+            "-z" | "--compression-level" => {
+                o.compression = Some(match att {
+                    None => 1,
+                    Some(v) => compression_level(opt, v)?,
+                })
+            }
+            "--no-compress" if att.is_none() => o.compression = None,
             _ => return Err(usage(format!("record: unknown option `{a}`"))),
         }
     }
@@ -377,6 +408,10 @@ mod tests {
             ("record --call-graph fp,8", "no size"),
             ("record --call-graph lbr", "lbr"),
             ("record --call-graph", "needs a value"),
+            ("record --compression-level=0", "zstd level (1-22)"),
+            ("record -z23", "-z"),
+            ("record --compression-level=fast", "--compression-level"),
+            ("record --no-compress=1", "--no-compress"),
             ("frob", "frob"),
             ("rm", "ID"),
         ] {
@@ -444,5 +479,25 @@ mod tests {
             rec("record --call-graph dwarf -g").call_graph,
             Some(CallGraph::Fp)
         );
+    }
+
+    /// Compression is on at level 1 unless `--no-compress`; `-z`/`--compression-level` take
+    /// perf's optional attached level; the last option given wins.
+    #[test]
+    fn parse_record_compression_levels() {
+        let level = |line: &str| match parse(&args(line)).unwrap() {
+            Command::Record(o) => o.compression,
+            c => panic!("{c:?}"),
+        };
+        assert_eq!(level("record"), DEFAULT_COMPRESSION);
+        assert_eq!(level("record --no-compress"), None);
+        assert_eq!(level("record --no-compress -z"), Some(1));
+        assert_eq!(level("record -z7"), Some(7));
+        assert_eq!(level("record --compression-level=22"), Some(22));
+        assert_eq!(level("record -z3 --no-compress"), None);
+        let Command::Record(o) = parse(&args("record --compression-level 3")).unwrap() else {
+            panic!()
+        };
+        assert_eq!((o.compression, o.command), (Some(1), args("3")));
     }
 }

@@ -8,6 +8,7 @@ pub mod archive;
 pub mod cli;
 pub mod elf_build_id;
 pub mod events;
+pub mod gzip;
 pub mod info;
 pub mod perf_data_writer;
 pub mod perf_records;
@@ -17,6 +18,7 @@ pub mod ring;
 pub mod store;
 pub mod sys;
 pub mod timefmt;
+pub mod zstd_records;
 
 use std::fmt;
 use std::io;

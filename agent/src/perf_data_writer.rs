@@ -4,11 +4,14 @@
 //! `[header 104 B][ids u64 arrays][attrs: (attr, ids section)...][data records...]`
 //! `[feature section table][feature bodies]`. The header is written last, once the data size is
 //! known; a crash before then leaves a file whose zero magic no reader mistakes for complete.
+//! With zstd on, the data records go into `PERF_RECORD_COMPRESSED` records as `perf record -z`
+//! writes them ([`crate::zstd_records`]), announced by the COMPRESSED feature.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 
 use crate::sys::{PerfEventAttr, ATTR_SIZE};
+use crate::zstd_records::{self, Encoder};
 
 const MAGIC: &[u8; 8] = b"PERFILE2";
 const HEADER_SIZE: u64 = 104;
@@ -25,6 +28,7 @@ pub mod feat {
     pub const NRCPUS: u32 = 7;
     pub const CMDLINE: u32 = 11;
     pub const EVENT_DESC: u32 = 12;
+    pub const COMPRESSED: u32 = 27;
 }
 
 /// `perf_event_header.misc` values used in BUILD_ID entries and synthesized maps.
@@ -73,6 +77,8 @@ pub struct Writer {
     attrs_offset: u64,
     data_offset: u64,
     data_size: u64,
+    /// `Some` when the records are written zstd-compressed.
+    zstd: Option<Encoder>,
 }
 
 fn align_up(n: usize, a: usize) -> usize {
@@ -89,8 +95,10 @@ fn put_string(buf: &mut Vec<u8>, s: &str) {
 }
 
 impl Writer {
-    /// Creates the file and writes everything that precedes the data section.
-    pub fn create(file: File, attrs: Vec<FileAttr>) -> io::Result<Writer> {
+    /// Creates the file and writes everything that precedes the data section; records are
+    /// zstd-compressed at `zstd_level` when it is given.
+    pub fn create(file: File, attrs: Vec<FileAttr>, zstd_level: Option<i32>) -> io::Result<Writer> {
+        let zstd = zstd_level.map(Encoder::new).transpose()?;
         let mut out = BufWriter::with_capacity(256 * 1024, file);
         out.write_all(&[0u8; HEADER_SIZE as usize])?;
         let mut pos = HEADER_SIZE;
@@ -118,11 +126,28 @@ impl Writer {
             attrs_offset,
             data_offset: pos,
             data_size: 0,
+            zstd,
         })
     }
 
     /// Appends one record (header included) to the data section.
     pub fn write_record(&mut self, rec: &[u8]) -> io::Result<()> {
+        match &mut self.zstd {
+            Some(z) => self.data_size += z.push(rec, &mut self.out)?,
+            None => {
+                self.out.write_all(rec)?;
+                self.data_size += rec.len() as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a round with `rec` (a FINISHED_ROUND): the round's records are compressed and
+    /// written first, and `rec` itself goes in uncompressed, as perf does.
+    pub fn end_round(&mut self, rec: &[u8]) -> io::Result<()> {
+        if let Some(z) = &mut self.zstd {
+            self.data_size += z.flush(&mut self.out)?;
+        }
         self.out.write_all(rec)?;
         self.data_size += rec.len() as u64;
         Ok(())
@@ -131,6 +156,10 @@ impl Writer {
     /// Writes the feature sections and the header, flushes and syncs. Returns the file size.
     pub fn finish(mut self, f: &Features) -> io::Result<u64> {
         let mut bodies: Vec<(u32, Vec<u8>)> = Vec::new();
+        if let Some(z) = &mut self.zstd {
+            self.data_size += z.flush(&mut self.out)?;
+            bodies.push((feat::COMPRESSED, compressed_section(z)));
+        }
         bodies.push((feat::BUILD_ID, build_id_section(&f.build_ids)));
         for (bit, s) in [
             (feat::HOSTNAME, &f.hostname),
@@ -215,6 +244,27 @@ impl Writer {
         }
         b
     }
+}
+
+/// perf's `write_compressed`: version 0, type 1 (zstd), level, ratio (raw / compressed, rounded
+/// down as perf does), and the most one compressed record decodes to.
+fn compressed_section(z: &Encoder) -> Vec<u8> {
+    let (raw, compressed) = z.totals();
+    let ratio = raw
+        .checked_div(compressed)
+        .unwrap_or(0)
+        .min(u64::from(u32::MAX)) as u32;
+    let mut b = Vec::with_capacity(20);
+    for v in [
+        0,
+        1,
+        z.level() as u32,
+        ratio,
+        zstd_records::BATCH_LIMIT as u32,
+    ] {
+        b.extend_from_slice(&v.to_ne_bytes());
+    }
+    b
 }
 
 /// `struct perf_record_header_build_id` entries with the build-id size flag perf ≥ 5.11 reads.

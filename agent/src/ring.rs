@@ -69,7 +69,7 @@ impl Ring {
         unsafe { &*(self.base.add(DATA_TAIL) as *const AtomicU64) }
     }
 
-    /// Hands every complete record to `f` (header included), then releases the space.
+    /// Hands every complete record to `f` (header included), releasing its space after each.
     /// Returns the number of bytes consumed.
     pub fn drain<E>(&mut self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<u64, E> {
         let head = self.head().load(Ordering::Acquire);
@@ -104,6 +104,9 @@ impl Ring {
                 break;
             }
             tail += size;
+            // Handed over: the kernel may reuse the space now, not only once the whole batch
+            // is through (the sink may spend a while compressing in the middle of it).
+            self.tail().store(tail, Ordering::Release);
         }
         self.tail().store(tail, Ordering::Release);
         result.map(|()| tail - start)

@@ -76,6 +76,7 @@ fn write_perfdata_module_map_perf_reads() {
             name: "cpu-clock".into(),
             ids: vec![7],
         }],
+        None,
     )
     .unwrap();
     let text = 0xffff_ffff_8100_0000u64;

@@ -203,3 +203,87 @@ fn record_manifest_dwarf_tiny_ring_loss_reported() {
     assert!(lost > 0, "no loss recorded: {}", c.stderr);
     assert!(c.stderr.contains("LOST"), "{}", c.stderr);
 }
+
+/// The data section's top-level records of a perf.data: `(type, size)` each, walked by their
+/// headers as perf's reader walks them.
+fn top_level_records(perf_data: &Path) -> Vec<(u32, usize)> {
+    let d = std::fs::read(perf_data).unwrap();
+    let word = |at: usize| u64::from_ne_bytes(d[at..at + 8].try_into().unwrap()) as usize;
+    let (off, size) = (word(40), word(48));
+    let mut out = Vec::new();
+    let mut at = off;
+    while at < off + size {
+        let ty = u32::from_ne_bytes(d[at..at + 4].try_into().unwrap());
+        let len = u16::from_ne_bytes(d[at + 6..at + 8].try_into().unwrap()) as usize;
+        assert!(len >= 8, "record of size {len} at {at}");
+        out.push((ty, len));
+        at += len;
+    }
+    assert_eq!(at, off + size, "the records fill the data section exactly");
+    out
+}
+
+/// How many samples `perf script` prints from a perf.data (every process).
+fn perf_script_samples(perf_data: &Path) -> usize {
+    let (out, _) = perf(&["script", "-i", perf_data.to_str().unwrap(), "-F", "tid"]);
+    out.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+const RECORD_SAMPLE: u32 = 9;
+const RECORD_COMPRESSED: u32 = 81;
+
+/// By default the samples are in zstd-compressed records (perf's `-z` format, announced in
+/// the header), and Debian's perf reads every one of them: `perf script` prints as many
+/// samples as the manifest counted, and the independent reader finds the same number.
+#[test]
+fn record_perfdata_dwarf_zstd_default_perf_reads_all() {
+    let c = dwarf();
+    let path = c.unpacked.join("perf.data");
+    let recs = top_level_records(&path);
+    let compressed = recs.iter().filter(|r| r.0 == RECORD_COMPRESSED).count();
+    assert!(compressed > 0, "no compressed record");
+    assert!(
+        !recs.iter().any(|r| r.0 == RECORD_SAMPLE),
+        "a sample outside the compressed records"
+    );
+    let (header, _) = perf(&["report", "--header-only", "-i", path.to_str().unwrap()]);
+    assert!(
+        header.contains("# compressed : Zstd, level = 1"),
+        "{header}"
+    );
+    let samples: u64 = manifest(&c.unpacked).events.iter().map(|e| e.samples).sum();
+    assert!(samples > 1000, "{samples} samples");
+    assert_eq!(perf_script_samples(&path) as u64, samples);
+    assert_eq!(parse_perf_data(&path).samples.len() as u64, samples);
+}
+
+/// `--no-compress` writes plain records (none compressed), which perf reads as well; the
+/// archive stores perf.data rather than deflating it, so it is not smaller than perf.data.
+#[test]
+fn record_perfdata_dwarf_no_compress_plain_records() {
+    let c = record_demo(
+        "dwarf-plain",
+        &["--call-graph", "dwarf", "--no-compress"],
+        "1",
+    );
+    let path = c.unpacked.join("perf.data");
+    let recs = top_level_records(&path);
+    assert!(!recs.iter().any(|r| r.0 == RECORD_COMPRESSED));
+    let samples: u64 = manifest(&c.unpacked).events.iter().map(|e| e.samples).sum();
+    assert!(samples > 500, "{samples} samples");
+    assert_eq!(
+        recs.iter().filter(|r| r.0 == RECORD_SAMPLE).count() as u64,
+        samples
+    );
+    assert_eq!(perf_script_samples(&path) as u64, samples);
+    let (header, _) = perf(&["report", "--header-only", "-i", path.to_str().unwrap()]);
+    assert!(!header.contains("# compressed"), "{header}");
+    let archive = std::fs::read_dir(c.unpacked.parent().unwrap().join("captures"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".kprof.tar.gz"))
+        .expect("the archive");
+    let perf_size = std::fs::metadata(&path).unwrap().len();
+    assert!(std::fs::metadata(&archive).unwrap().len() >= perf_size);
+}

@@ -53,7 +53,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     };
     let kernel = kernel_state::snapshot(&work, &mut notices)?;
     let perf_path = work.member(kprof_capture::PERF_DATA);
-    let mut sink = Sink::create(&perf_path, &opened)?;
+    let mut sink = Sink::create(&perf_path, &opened, o.compression)?;
 
     rings.enable()?;
     let start_ns = timefmt::now_ns().max(start_ns);

@@ -83,7 +83,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
     let modules_path = work.member(kprof_capture::MODULES);
     let members = [
         Member::Bytes(kprof_capture::MANIFEST, &json),
-        Member::File(kprof_capture::PERF_DATA, &perf_path),
+        Member::StoredFile(kprof_capture::PERF_DATA, &perf_path),
         Member::File(kprof_capture::KALLSYMS, &kallsyms_path),
         Member::File(kprof_capture::MODULES, &modules_path),
     ];

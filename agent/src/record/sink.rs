@@ -35,8 +35,13 @@ pub(super) struct Sink {
 }
 
 impl Sink {
-    /// Creates `path` as a perf.data describing the opened events.
-    pub(super) fn create(path: &Path, opened: &[Opened]) -> Result<Sink, Error> {
+    /// Creates `path` as a perf.data describing the opened events, its records
+    /// zstd-compressed at `zstd_level` if given.
+    pub(super) fn create(
+        path: &Path,
+        opened: &[Opened],
+        zstd_level: Option<i32>,
+    ) -> Result<Sink, Error> {
         let file = File::create(path)
             .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
         let file_attrs: Vec<FileAttr> = opened
@@ -47,8 +52,8 @@ impl Sink {
                 ids: e.ids.clone(),
             })
             .collect();
-        let w =
-            Writer::create(file, file_attrs).map_err(|e| Error::io("cannot write perf.data", e))?;
+        let w = Writer::create(file, file_attrs, zstd_level)
+            .map_err(|e| Error::io("cannot write perf.data", e))?;
         let mut id_event: Vec<(u64, usize)> = opened
             .iter()
             .enumerate()
@@ -107,6 +112,12 @@ impl Sink {
     /// Writes a record the agent made itself; it is counted nowhere.
     pub(super) fn write_synthesized(&mut self, rec: &[u8]) -> io::Result<()> {
         self.w.write_record(rec)
+    }
+
+    /// Closes a round of draining with the record that says so (FINISHED_ROUND); with zstd,
+    /// this is when the round's records reach the file.
+    pub(super) fn end_round(&mut self, rec: &[u8]) -> io::Result<()> {
+        self.w.end_round(rec)
     }
 
     /// Remembers a mapped file, if its name is an absolute path.

@@ -111,7 +111,7 @@ impl Rings {
             any += r.drain(|rec| sink.handle(rec))?;
         }
         if any > 0 {
-            sink.write_synthesized(&perf_records::finished_round())?;
+            sink.end_round(&perf_records::finished_round())?;
         }
         Ok(())
     }

@@ -128,6 +128,7 @@ impl Capture {
         let gz = flate2::read::GzDecoder::new(r);
         let mut archive = tar::Archive::new(gz);
         let mut perf: Option<(PerfData, u64)> = None;
+        let mut perf_sha: Option<String> = None;
         let mut manifest_text = None;
         let mut kallsyms = None;
         let entries = archive
@@ -156,8 +157,9 @@ impl Capture {
                                 .suffix(".data")
                                 .tempfile()
                                 .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-                            let copied =
-                                std::io::copy(&mut entry, tmp.as_file_mut()).map_err(truncated)?;
+                            let mut to = Hashing::new(tmp.as_file_mut());
+                            let copied = std::io::copy(&mut entry, &mut to).map_err(truncated)?;
+                            perf_sha = Some(to.hex());
                             let tmp = tmp.into_temp_path();
                             (
                                 PerfData::File {
@@ -170,8 +172,9 @@ impl Capture {
                         Unpack::Memory => {
                             // The size comes from the archive: cap what is reserved up front.
                             let mut bytes = Vec::with_capacity(size.min(1 << 20) as usize);
-                            let copied =
-                                std::io::copy(&mut entry, &mut bytes).map_err(truncated)?;
+                            let mut to = Hashing::new(&mut bytes);
+                            let copied = std::io::copy(&mut entry, &mut to).map_err(truncated)?;
+                            perf_sha = Some(to.hex());
                             (PerfData::Bytes(bytes), copied)
                         }
                     };
@@ -206,6 +209,16 @@ impl Capture {
                     "perf.data is {perf_size} bytes, the manifest recorded {}",
                     m.perf_data.size
                 )));
+            }
+            // An empty digest: a manifest written without one (hand-made captures).
+            let recorded = &m.perf_data.sha256;
+            match &perf_sha {
+                Some(sha) if !recorded.is_empty() && !sha.eq_ignore_ascii_case(recorded) => {
+                    return Err(bad(format!(
+                        "perf.data's SHA-256 is {sha}, the manifest recorded {recorded} (corrupted)"
+                    )));
+                }
+                _ => {}
             }
         }
         Ok(Self {
@@ -256,6 +269,38 @@ fn read_member(
     String::from_utf8(buf).map_err(|_| format!("{name}: not UTF-8 text"))
 }
 
+/// A writer that passes bytes on and hashes them: perf.data's digest is checked as it is
+/// unpacked, without reading it twice.
+struct Hashing<W> {
+    inner: W,
+    sha: sha2::Sha256,
+}
+
+impl<W: std::io::Write> Hashing<W> {
+    fn new(inner: W) -> Self {
+        Self {
+            inner,
+            sha: sha2::Digest::new(),
+        }
+    }
+
+    fn hex(self) -> String {
+        kprof_capture::build_id::hex(&sha2::Digest::finalize(self.sha))
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        sha2::Digest::update(&mut self.sha, &buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -297,6 +342,51 @@ mod tests {
         let err = Capture::from_bytes(Path::new("a.kprof.tar.gz"), &bytes).unwrap_err();
         assert!(
             matches!(&err, Error::BadArchive { why, .. } if why.contains("no perf.data member")),
+            "{err}"
+        );
+    }
+
+    /// An archive of a manifest and a perf.data, as the agent writes one.
+    fn archive(perf: &[u8], sha256: &str) -> Vec<u8> {
+        let m = serde_json::json!({
+            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
+            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
+            "release": "6.1", "version": "#1", "machine": "aarch64"},
+            "events": [], "cpus": [0], "callchain": false, "start_time_ns": 1,
+            "stop_time_ns": 2, "stop_reason": "duration", "kernel": {"release": "6.1"},
+            "modules": [],
+            "perf_data": {"file": "perf.data", "size": perf.len(), "sha256": sha256},
+            "sysctl": {}
+        });
+        let json = serde_json::to_vec(&m).unwrap();
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        for (name, data) in [(kprof_capture::MANIFEST, &json[..]), ("perf.data", perf)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o600);
+            tar.append_data(&mut h, name, data).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap()
+    }
+
+    /// perf.data is checked against the manifest's SHA-256 as it is unpacked: a match opens,
+    /// a mismatch is a bad archive naming both digests.
+    #[test]
+    fn read_archive_perf_data_sha256_verified() {
+        let mut perf = b"PERFILE2".to_vec();
+        perf.extend_from_slice(&[7; 200]);
+        let good = kprof_capture::build_id::hex(&sha2::Digest::finalize(
+            <sha2::Sha256 as sha2::Digest>::new_with_prefix(&perf),
+        ));
+        let cap = Capture::from_bytes(Path::new("a.kprof.tar.gz"), &archive(&perf, &good));
+        assert!(cap.is_ok(), "{:?}", cap.err());
+        let bad = "0".repeat(64);
+        let err =
+            Capture::from_bytes(Path::new("a.kprof.tar.gz"), &archive(&perf, &bad)).unwrap_err();
+        assert!(
+            matches!(&err, Error::BadArchive { why, .. }
+                if why.contains("SHA-256") && why.contains(&good) && why.contains(&bad)),
             "{err}"
         );
     }

@@ -38,6 +38,18 @@ pub struct RunArgs {
     /// with the images' CFI: for software built without frame pointers).
     #[arg(long, value_name = "MODE")]
     pub call_graph: Option<CallGraph>,
+    /// zstd level of perf.data's records on the board, as `perf record -z` (1-22; the agent
+    /// compresses at level 1 unless told otherwise).
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u8).range(1..=22),
+        conflicts_with = "no_compress"
+    )]
+    pub compression_level: Option<u8>,
+    /// Write perf.data uncompressed on the board: the least agent CPU, the largest archive.
+    #[arg(long)]
+    pub no_compress: bool,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<Pid>,
@@ -91,6 +103,13 @@ impl RunArgs {
             // `-g` rather than `--call-graph fp`: agents older than `--call-graph` take it.
             None | Some(CallGraph::Fp) => args.push("-g".to_owned()),
             Some(dwarf) => args.extend(["--call-graph".to_owned(), dwarf.to_string()]),
+        }
+        // Attached: the agent's level is optional, as perf's is.
+        if let Some(level) = self.compression_level {
+            args.push(format!("--compression-level={level}"));
+        }
+        if self.no_compress {
+            args.push("--no-compress".to_owned());
         }
         if !self.command.is_empty() {
             args.push("--".to_owned());
@@ -366,6 +385,27 @@ mod tests {
                 Cli::try_parse_from(["x", "b"].iter().chain(bad)).is_err(),
                 "{bad:?}"
             );
+        }
+    }
+
+    /// `--compression-level N` reaches the agent attached (its level is optional, as perf's),
+    /// `--no-compress` as it is; they conflict, and a level outside 1-22 is refused.
+    #[test]
+    fn agent_args_compression_passed_through() {
+        let parse = |extra: &[&str]| Cli::try_parse_from(["x", "b"].iter().chain(extra));
+        let args = |extra: &[&str]| parse(extra).unwrap().run.agent_args();
+        assert_eq!(
+            args(&["--compression-level", "3"]),
+            ["record", "-g", "--compression-level=3"]
+        );
+        assert_eq!(args(&["--no-compress"]), ["record", "-g", "--no-compress"]);
+        assert_eq!(args(&[]), ["record", "-g"]);
+        for bad in [
+            &["--compression-level", "0"][..],
+            &["--compression-level", "23"],
+            &["--compression-level", "3", "--no-compress"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
 

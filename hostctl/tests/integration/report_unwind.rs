@@ -47,6 +47,29 @@ fn recorded() -> &'static Path {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+        // The same program recorded by the agent, with its default zstd-compressed records.
+        let out = Command::new(crate::remote_support::agent_binary())
+            .current_dir(&dir)
+            .args([
+                "record",
+                "--call-graph",
+                "dwarf",
+                "-e",
+                "cpu-clock",
+                "-F",
+                "2000",
+            ])
+            .args(["-o", "agent", "--", "./unwind_demo", "1"])
+            .output()
+            .expect("running kprof-agent");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let archive = String::from_utf8(out.stdout).unwrap();
+        let archive = archive.lines().last().expect("the archive's path");
+        std::fs::rename(archive, dir.join("agent.data")).unwrap();
         dir
     })
 }
@@ -96,6 +119,21 @@ fn report_callers_dwarf_full_path() {
         );
     }
     assert!(!text.contains("[truncated]"), "{text}");
+}
+
+/// The agent's dwarf capture (zstd-compressed records in perf.data, SHA-256 checked against
+/// its manifest) gives the same full path.
+#[test]
+fn report_callers_agent_dwarf_zstd_full_path() {
+    let text = callers("agent");
+    let t = tree(&text);
+    for (depth, name) in [(1, "middle"), (2, "outer"), (3, "main")] {
+        assert!(
+            t.iter()
+                .any(|(d, p, f)| *d == depth && f == name && *p >= 95.0),
+            "no {name} at depth {depth} with >= 95 %:\n{text}"
+        );
+    }
 }
 
 /// fp: the frame-pointer chains of code without frame pointers end `[truncated]` right after

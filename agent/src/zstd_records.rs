@@ -1,0 +1,222 @@
+//! `PERF_RECORD_COMPRESSED` records, as `perf record -z` writes them: one zstd frame kept open
+//! for the whole capture, flushed at the end of every batch so that each compressed record
+//! decodes to whole perf records on its own (given the ones before it).
+//!
+//! Records are batched rather than fed to zstd one by one: every flush ends a zstd block, and a
+//! block per 6 KiB sample would cost ratio and speed. A batch ends when the caller closes a
+//! round (each drain of the rings) or when it would outgrow [`BATCH_LIMIT`], which is also what
+//! the file's COMPRESSED feature announces as the most one record decodes to (perf sizes its
+//! decompression buffer by it).
+
+use std::io::{self, Write};
+
+use zstd_safe::{zstd_sys::ZSTD_EndDirective, CCtx, CParameter, InBuffer, OutBuffer};
+
+/// `PERF_RECORD_COMPRESSED`.
+pub const RECORD_COMPRESSED: u32 = 81;
+const HEADER: usize = 8;
+/// perf's limit for one compressed record's payload (`PERF_SAMPLE_MAX_SIZE` less the header
+/// and one byte): the header's size field is a u16.
+const MAX_PAYLOAD: usize = u16::MAX as usize - HEADER - 1;
+/// The largest batch of raw records compressed at once, and so the most one compressed record
+/// decodes to: perf's reader allocates this much per compressed record.
+pub const BATCH_LIMIT: usize = 256 * 1024;
+
+/// zstd levels perf accepts for `-z`/`--compression-level`.
+pub const LEVELS: std::ops::RangeInclusive<i32> = 1..=22;
+
+/// Turns batches of perf records into compressed records.
+pub struct Encoder {
+    cctx: CCtx<'static>,
+    level: i32,
+    batch: Vec<u8>,
+    /// One compressed record being filled: header, then payload.
+    out: Vec<u8>,
+    raw_bytes: u64,
+    compressed_bytes: u64,
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("level", &self.level)
+            .field("batch", &self.batch.len())
+            .field("raw_bytes", &self.raw_bytes)
+            .field("compressed_bytes", &self.compressed_bytes)
+            .finish()
+    }
+}
+
+fn zstd_error(what: &str, code: usize) -> io::Error {
+    io::Error::other(format!("zstd {what}: {}", zstd_safe::get_error_name(code)))
+}
+
+impl Encoder {
+    /// An encoder at zstd `level` (one of [`LEVELS`]).
+    pub fn new(level: i32) -> io::Result<Encoder> {
+        let mut cctx = CCtx::try_create()
+            .ok_or_else(|| io::Error::other("zstd: cannot allocate a compression context"))?;
+        cctx.set_parameter(CParameter::CompressionLevel(level))
+            .map_err(|c| zstd_error("level", c))?;
+        Ok(Encoder {
+            cctx,
+            level,
+            batch: Vec::with_capacity(BATCH_LIMIT),
+            out: vec![0; HEADER + MAX_PAYLOAD],
+            raw_bytes: 0,
+            compressed_bytes: 0,
+        })
+    }
+
+    /// The zstd level, for the file's COMPRESSED feature.
+    pub fn level(&self) -> i32 {
+        self.level
+    }
+
+    /// Raw bytes in, compressed bytes out (record headers included) so far.
+    pub fn totals(&self) -> (u64, u64) {
+        (self.raw_bytes, self.compressed_bytes)
+    }
+
+    /// Adds one whole record to the batch; a full batch is compressed into `w` first. Returns
+    /// the bytes written to `w`.
+    pub fn push(&mut self, rec: &[u8], w: &mut impl Write) -> io::Result<u64> {
+        let mut written = 0;
+        if self.batch.len() + rec.len() > BATCH_LIMIT {
+            written = self.flush(w)?;
+        }
+        self.batch.extend_from_slice(rec);
+        Ok(written)
+    }
+
+    /// Compresses the batch into compressed records written to `w`; each ends with a zstd
+    /// flush, so the file decodes up to its last whole record. Returns the bytes written.
+    pub fn flush(&mut self, w: &mut impl Write) -> io::Result<u64> {
+        if self.batch.is_empty() {
+            return Ok(0);
+        }
+        self.raw_bytes += self.batch.len() as u64;
+        let mut input = InBuffer::around(&self.batch);
+        let mut written = 0u64;
+        loop {
+            let mut output = OutBuffer::around_pos(&mut self.out[..], HEADER);
+            let left = self
+                .cctx
+                .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
+                .map_err(|c| zstd_error("compression", c))?;
+            let size = output.pos();
+            if size > HEADER {
+                self.out[..4].copy_from_slice(&RECORD_COMPRESSED.to_ne_bytes());
+                self.out[4..6].copy_from_slice(&0u16.to_ne_bytes());
+                self.out[6..8].copy_from_slice(&(size as u16).to_ne_bytes());
+                w.write_all(&self.out[..size])?;
+                written += size as u64;
+            }
+            if left == 0 && input.pos() == self.batch.len() {
+                break;
+            }
+        }
+        self.compressed_bytes += written;
+        self.batch.clear();
+        Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes every compressed record of `data` (a sequence of them) with one stream, as
+    /// perf's reader does; each must decode to whole 8-byte-header records by itself.
+    fn decode_records(data: &[u8]) -> Vec<Vec<u8>> {
+        let mut d = zstd_safe::DCtx::create();
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < data.len() {
+            let ty = u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
+            let size = u16::from_ne_bytes(data[at + 6..at + 8].try_into().unwrap()) as usize;
+            assert_eq!(ty, RECORD_COMPRESSED);
+            let mut input = InBuffer::around(&data[at + HEADER..at + size]);
+            let mut buf = vec![0u8; BATCH_LIMIT];
+            let mut o = OutBuffer::around(&mut buf[..]);
+            while input.pos() < input.src.len() {
+                d.decompress_stream(&mut o, &mut input).unwrap();
+            }
+            let n = o.pos();
+            assert!(
+                n <= BATCH_LIMIT,
+                "one record decodes to at most the batch limit"
+            );
+            out.push(buf[..n].to_vec());
+            at += size;
+        }
+        out
+    }
+
+    fn sample(i: u32, len: usize) -> Vec<u8> {
+        let mut r = vec![0u8; len];
+        r[..4].copy_from_slice(&9u32.to_ne_bytes());
+        r[6..8].copy_from_slice(&(len as u16).to_ne_bytes());
+        for (k, b) in r[8..].iter_mut().enumerate() {
+            *b = ((k as u32).wrapping_mul(2654435761) ^ i) as u8;
+        }
+        r
+    }
+
+    /// Records pushed in batches come back byte for byte, every compressed record decodes to
+    /// whole records within the batch limit, and the totals count what went in and out.
+    #[test]
+    fn compress_records_zstd_round_trip() {
+        let mut e = Encoder::new(1).unwrap();
+        let mut file = Vec::new();
+        let mut raw = Vec::new();
+        let mut written = 0;
+        for i in 0..200u32 {
+            let r = sample(i, 8 * (1 + (i as usize * 97) % 1000));
+            raw.extend_from_slice(&r);
+            written += e.push(&r, &mut file).unwrap();
+            if i % 50 == 49 {
+                written += e.flush(&mut file).unwrap();
+            }
+        }
+        written += e.flush(&mut file).unwrap();
+        assert_eq!(written, file.len() as u64);
+        let parts = decode_records(&file);
+        for p in &parts {
+            let mut at = 0;
+            while at < p.len() {
+                at += u16::from_ne_bytes(p[at + 6..at + 8].try_into().unwrap()) as usize;
+            }
+            assert_eq!(at, p.len(), "a compressed record ends on a record boundary");
+        }
+        assert_eq!(parts.concat(), raw);
+        assert_eq!(e.totals(), (raw.len() as u64, file.len() as u64));
+    }
+
+    /// Data that does not compress still fits: a batch's output is split over several
+    /// compressed records, each within the u16 size limit.
+    #[test]
+    fn compress_records_zstd_incompressible_split() {
+        let mut e = Encoder::new(3).unwrap();
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut raw = Vec::new();
+        for _ in 0..4 {
+            let mut r = vec![0u8; 60000];
+            r[..4].copy_from_slice(&9u32.to_ne_bytes());
+            r[6..8].copy_from_slice(&60000u16.to_ne_bytes());
+            for b in &mut r[8..] {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            raw.extend_from_slice(&r);
+        }
+        let mut file = Vec::new();
+        e.push(&raw, &mut file).unwrap();
+        e.flush(&mut file).unwrap();
+        let parts = decode_records(&file);
+        assert!(parts.len() >= 4, "{} records", parts.len());
+        assert_eq!(parts.concat(), raw);
+    }
+}
