@@ -1,0 +1,238 @@
+//! Time bins for the page's timeline and range selection.
+//!
+//! Bin `i` covers `[i * width, (i + 1) * width)` ns since capture start, the half-open window
+//! `kprofctl report --time` takes, so a selection snapped to bin edges sums to exactly the
+//! counts `--time` prints for those bounds.
+
+use kprof_symbols::profile::Profile;
+use serde_json::{json, Value};
+
+use super::pack::Packed;
+
+/// What the timeline needs of one sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timed {
+    /// ns since capture start.
+    pub time: u64,
+    /// Index into `Profile::stacks`.
+    pub stack: usize,
+    /// Index into `Profile::events`.
+    pub event: usize,
+    /// CPU, `u32::MAX` when unknown.
+    pub cpu: u32,
+}
+
+/// The profile's samples (empty for a profile without per-sample times).
+pub fn samples(_profile: &Profile) -> Vec<Timed> {
+    Vec::new()
+}
+
+/// Capture length in ns.
+pub fn duration(_profile: &Profile) -> u64 {
+    0
+}
+
+/// (time, kind, label) of every marker.
+pub fn markers(_profile: &Profile) -> Vec<(u64, &'static str, String)> {
+    Vec::new()
+}
+
+/// The smallest 1-2-5 step of ns that covers `duration` (inclusive) in at most `max` bins.
+pub fn bin_width(duration: u64, max: u64) -> u64 {
+    let mut decade = 1u64;
+    loop {
+        for step in [1, 2, 5] {
+            let width = decade * step;
+            if duration / width < max {
+                return width;
+            }
+        }
+        decade *= 10;
+    }
+}
+
+/// Per-bin data, all of it sparse.
+#[derive(Debug, Default)]
+pub struct Bins {
+    width: u64,
+    count: u64,
+    duration: u64,
+    /// Per event: bin of each run, page stack, count.
+    events: Vec<(Packed, Packed, Packed)>,
+    /// Per CPU seen: (cpu, bins, dominant non-idle command, non-idle samples, all samples),
+    /// first event only.
+    cpus: Vec<(u32, Packed, Packed, Packed, Packed)>,
+    /// Per thread with samples, busiest first: (thread, bins, samples), first event only.
+    threads: Vec<(usize, Packed, Packed)>,
+    markers: Vec<(u64, &'static str, String)>,
+}
+
+impl Bins {
+    /// Bins of `timed`, with `page_of` mapping profile stacks to the page's merged stacks.
+    pub fn build(
+        profile: &Profile,
+        timed: &[Timed],
+        page_of: &[u32],
+        thread_comm: &[usize],
+    ) -> Bins {
+        let duration = duration(profile);
+        let markers = markers(profile);
+        if timed.is_empty() {
+            return Bins {
+                duration,
+                markers,
+                ..Bins::default()
+            };
+        }
+        let width = bin_width(duration, super::data::MAX_BINS);
+        let count = duration / width + 1;
+        let nev = profile.events.len();
+        let mut per_event: Vec<Vec<u64>> = vec![Vec::new(); nev];
+        let mut per_cpu: Vec<(u32, u64, u32)> = Vec::new();
+        let mut per_thread: Vec<(u32, u64)> = Vec::new();
+        let idle_comm = u32::MAX;
+        for s in timed {
+            let (Some(&page), Some(stack)) = (page_of.get(s.stack), profile.stacks.get(s.stack))
+            else {
+                continue;
+            };
+            let bin = (s.time / width).min(count - 1);
+            if let Some(list) = per_event.get_mut(s.event) {
+                list.push(bin << 32 | u64::from(page));
+            }
+            if s.event != 0 {
+                continue;
+            }
+            let idle = profile.threads.get(stack.thread).is_none_or(|t| t.pid == 0);
+            let comm = if idle {
+                idle_comm
+            } else {
+                thread_comm.get(stack.thread).copied().unwrap_or(0) as u32
+            };
+            if s.cpu != u32::MAX {
+                per_cpu.push((s.cpu, bin, comm));
+            }
+            per_thread.push((stack.thread as u32, bin));
+        }
+
+        let events = per_event
+            .into_iter()
+            .map(|mut keys| {
+                keys.sort_unstable();
+                let (mut bins, mut stacks, mut counts) =
+                    (Packed::default(), Packed::default(), Packed::default());
+                let (mut last_bin, mut last_stack) = (0u64, 0u64);
+                for run in keys.chunk_by(|a, b| a == b) {
+                    let (bin, stack) = (run[0] >> 32, run[0] & 0xffff_ffff);
+                    if bin != last_bin {
+                        last_stack = 0;
+                    }
+                    // Bins as deltas from the previous run, stacks as deltas within a bin.
+                    bins.push(bin - last_bin);
+                    stacks.push(stack - last_stack);
+                    counts.push(run.len() as u64);
+                    (last_bin, last_stack) = (bin, stack);
+                }
+                (bins, stacks, counts)
+            })
+            .collect();
+
+        per_cpu.sort_unstable();
+        let mut cpus: Vec<(u32, Packed, Packed, Packed, Packed)> = Vec::new();
+        for cpu_runs in per_cpu.chunk_by(|a, b| a.0 == b.0) {
+            let mut entry = (
+                cpu_runs[0].0,
+                Packed::default(),
+                Packed::default(),
+                Packed::default(),
+                Packed::default(),
+            );
+            let mut last_bin = 0;
+            for bin_runs in cpu_runs.chunk_by(|a, b| a.1 == b.1) {
+                let bin = bin_runs[0].1;
+                let mut best = (0usize, idle_comm);
+                let mut busy = 0;
+                for comm_run in bin_runs.chunk_by(|a, b| a.2 == b.2) {
+                    if comm_run[0].2 == idle_comm {
+                        continue;
+                    }
+                    busy += comm_run.len();
+                    if comm_run.len() > best.0 {
+                        best = (comm_run.len(), comm_run[0].2);
+                    }
+                }
+                entry.1.push(bin - last_bin);
+                last_bin = bin;
+                entry
+                    .2
+                    .push_signed(if best.1 == idle_comm { -1 } else { i64::from(best.1) });
+                entry.3.push(busy as u64);
+                entry.4.push(bin_runs.len() as u64);
+            }
+            cpus.push(entry);
+        }
+
+        per_thread.sort_unstable();
+        let mut threads: Vec<(usize, u64, Packed, Packed)> = per_thread
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|runs| {
+                let (mut bins, mut counts) = (Packed::default(), Packed::default());
+                let mut last = 0;
+                for run in runs.chunk_by(|a, b| a.1 == b.1) {
+                    bins.push(run[0].1 - last);
+                    last = run[0].1;
+                    counts.push(run.len() as u64);
+                }
+                (runs[0].0 as usize, runs.len() as u64, bins, counts)
+            })
+            .collect();
+        threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Bins {
+            width,
+            count,
+            duration,
+            events,
+            cpus,
+            threads: threads.into_iter().map(|(t, _, b, c)| (t, b, c)).collect(),
+            markers,
+        }
+    }
+
+    /// The page's `time` object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "width": self.width,
+            "count": self.count,
+            "duration": self.duration,
+            "events": self.events.iter().map(|(b, s, c)| json!({
+                "n": b.len(), "bin": b.finish(), "stack": s.finish(), "count": c.finish(),
+            })).collect::<Vec<_>>(),
+            "cpus": self.cpus.iter().map(|(cpu, b, comm, busy, all)| json!({
+                "cpu": cpu, "n": b.len(), "bin": b.finish(), "comm": comm.finish(),
+                "busy": busy.finish(), "all": all.finish(),
+            })).collect::<Vec<_>>(),
+            "threads": self.threads.iter().map(|(t, b, c)| json!({
+                "thread": t, "n": b.len(), "bin": b.finish(), "count": c.finish(),
+            })).collect::<Vec<_>>(),
+            "markers": self.markers.iter().map(|(t, k, l)| json!([t, k, l])).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Widths step 1-2-5 and never leave more than the maximum of bins.
+    #[test]
+    fn bin_width_steps_1_2_5() {
+        assert_eq!(bin_width(0, 1000), 1);
+        assert_eq!(bin_width(999, 1000), 1);
+        assert_eq!(bin_width(1000, 1000), 2);
+        assert_eq!(bin_width(2_000_000_000, 1000), 5_000_000);
+        assert_eq!(bin_width(1_999_999_999, 1000), 2_000_000);
+        for d in [1, 17, 4_999, 123_456_789, 12_000_000_000] {
+            assert!(d / bin_width(d, 1000) < 1000, "{d}");
+        }
+    }
+}
