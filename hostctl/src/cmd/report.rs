@@ -186,17 +186,6 @@ fn ratio_events(p: &Profile, r: &str) -> anyhow::Result<(usize, usize)> {
     Ok((event_index(p, a)?, event_index(p, b)?))
 }
 
-/// The profile with only the given events, in that order (stacks without samples dropped).
-fn project(mut p: Profile, events: &[usize]) -> Profile {
-    p.events = events.iter().map(|e| p.events[*e].clone()).collect();
-    for s in &mut p.stacks {
-        s.counts = events.iter().map(|e| s.counts[*e]).collect();
-        s.periods = events.iter().map(|e| s.periods[*e]).collect();
-    }
-    p.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
-    p
-}
-
 fn rewrite(prefixes: &[(String, String)], f: &str) -> String {
     for (old, new) in prefixes {
         if let Some(rest) = f.strip_prefix(old.as_str()) {
@@ -252,7 +241,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     };
     let had_samples = !l.profile.stacks.is_empty();
     let projected = Loaded {
-        profile: project(views::filtered(l.profile, &filter), &events),
+        profile: views::select_events(views::filtered(l.profile, &filter), &events),
         symbolizer: l.symbolizer,
         prefixes: l.prefixes,
     };
