@@ -51,18 +51,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// The message and those of its causes, `: `-separated, as `anyhow` shows `{:#}`.
-    pub(crate) fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(err) = cause {
-            text.push_str(": ");
-            text.push_str(&err.to_string());
-            cause = err.source();
-        }
-        text
-    }
-
     /// Wraps an I/O error with what was being written.
     pub(crate) fn writing(what: &'static str) -> impl FnOnce(io::Error) -> Error {
         move |source| Error::Write { what, source }

@@ -222,7 +222,9 @@
       fnColumns.forEach(function (c) {
         if (c.html) { html.push("<td class=\"bar\">" + c.html(f) + "</td>"); return; }
         var t = esc(c.t(f));
-        html.push("<td class=\"" + c.cls + "\"" + (c.cls === "n" ? "" : " title=\"" + t + "\"") + ">" + t + "</td>");
+        // Paths end in an ellipsis on the left, so file:line stays visible.
+        if (c.cls === "path") t = "<bdi>" + t + "</bdi>";
+        html.push("<td class=\"" + c.cls + "\"" + (c.cls === "n" ? "" : " title=\"" + esc(c.t(f)) + "\"") + ">" + t + "</td>");
       });
       html.push("</tr>");
     });
@@ -444,7 +446,7 @@
     lines.sort(function (a, b) { return per[0][b] - per[0][a] || a - b; });
     lines = lines.slice(0, HOT_LINES);
     var body = lines.map(function (l) {
-      var cells = "<td class=\"path\" title=\"" + esc(D.lines.file[l] + ":" + lineNo[l]) + "\">" + esc(D.lines.file[l] + ":" + lineNo[l]) + "</td><td class=\"fn\" title=\"" +
+      var cells = "<td class=\"path\" title=\"" + esc(D.lines.file[l] + ":" + lineNo[l]) + "\"><bdi>" + esc(D.lines.file[l] + ":" + lineNo[l]) + "</bdi></td><td class=\"fn\" title=\"" +
         esc(fnName(lineFn[l])) + "\">" + esc(fnName(lineFn[l])) + "</td><td class=\"fn\">" + esc(fnImg(lineFn[l])) + "</td>";
       for (var e3 = 0; e3 < NEV; e3++) cells += "<td class=\"n\">" + per[e3][l] + "</td><td class=\"n\">" + fmtPct(per[e3][l], totals[e3]) + "</td>";
       return "<tr>" + cells + "</tr>";

@@ -4,7 +4,7 @@
 //! `kprofctl report --time` takes, so a selection snapped to bin edges sums to exactly the
 //! counts `--time` prints for those bounds.
 
-use kprof_symbols::profile::Profile;
+use kprof_symbols::profile::{MarkerKind, Profile};
 use serde_json::{json, Value};
 
 use super::pack::Packed;
@@ -22,19 +22,39 @@ pub struct Timed {
     pub cpu: u32,
 }
 
-/// The profile's samples (empty for a profile without per-sample times).
-pub fn samples(_profile: &Profile) -> Vec<Timed> {
-    Vec::new()
+/// The profile's samples.
+pub fn samples(profile: &Profile) -> Vec<Timed> {
+    profile
+        .samples
+        .iter()
+        .map(|s| Timed {
+            time: s.time,
+            stack: s.stack as usize,
+            event: s.event as usize,
+            cpu: s.cpu,
+        })
+        .collect()
 }
 
-/// Capture length in ns.
-pub fn duration(_profile: &Profile) -> u64 {
-    0
+/// Capture length in ns: the last record, or the last sample if that is later.
+pub fn duration(profile: &Profile) -> u64 {
+    let last = profile.samples.last().map_or(0, |s| s.time);
+    profile.meta.duration_ns.max(last)
 }
 
-/// (time, kind, label) of every marker.
-pub fn markers(_profile: &Profile) -> Vec<(u64, &'static str, String)> {
-    Vec::new()
+/// (time, kind, label) of every marker: kind is the page's CSS class.
+pub fn markers(profile: &Profile) -> Vec<(u64, &'static str, String)> {
+    profile
+        .meta
+        .markers
+        .iter()
+        .map(|m| match &m.kind {
+            MarkerKind::WorkloadStart => (m.time, "start", "workload start".to_owned()),
+            MarkerKind::WorkloadExit => (m.time, "exit", "workload exit".to_owned()),
+            MarkerKind::Lost { samples } => (m.time, "lost", format!("{samples} samples lost")),
+            MarkerKind::Throttled => (m.time, "throttled", "event throttled".to_owned()),
+        })
+        .collect()
 }
 
 /// The smallest 1-2-5 step of ns that covers `duration` (inclusive) in at most `max` bins.
