@@ -247,4 +247,3 @@ fn write_count_cells(out: &mut dyn Write, count: u64, total: u64) -> io::Result<
         "<td class=\"n\" data-v=\"{count}\">{count}</td><td class=\"n\" data-v=\"{pct}\">{pct:.2}%</td>"
     )
 }
-

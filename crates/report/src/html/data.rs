@@ -176,8 +176,9 @@ impl Trie {
             key: vec![0],
             leaf_of: Vec::with_capacity(profile.stacks.len()),
         };
-        let mut index: HashMap<(usize, u64), usize, _> =
-            HashMap::with_hasher(std::hash::BuildHasherDefault::<super::model::IdHasher>::default());
+        let mut index: HashMap<(usize, u64), usize, _> = HashMap::with_hasher(
+            std::hash::BuildHasherDefault::<super::model::IdHasher>::default(),
+        );
         let mut child = |trie: &mut Trie, parent: usize, key: u64| -> usize {
             *index.entry((parent, key)).or_insert_with(|| {
                 trie.parent.push(parent);
@@ -188,7 +189,12 @@ impl Trie {
         for stack in &profile.stacks {
             let comm = thread_comm.get(stack.thread).copied().unwrap_or(0);
             let mut at = child(&mut trie, 0, comm as u64);
-            for frame in stack.frames.iter().rev().filter_map(|&f| profile.frames.get(f)) {
+            for frame in stack
+                .frames
+                .iter()
+                .rev()
+                .filter_map(|&f| profile.frames.get(f))
+            {
                 at = child(
                     &mut trie,
                     at,
@@ -220,7 +226,10 @@ impl AnnotationIndex {
             .position(|f| {
                 f.name.as_deref() == Some(a.function.as_str())
                     && f.start == a.start
-                    && profile.images.get(f.image).is_some_and(|i| i.name == a.image)
+                    && profile
+                        .images
+                        .get(f.image)
+                        .is_some_and(|i| i.name == a.image)
             })
             .unwrap_or(usize::MAX);
         let listing = Listing::from(a);

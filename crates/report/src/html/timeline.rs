@@ -183,9 +183,11 @@ impl Bins {
                 }
                 entry.1.push(bin - last_bin);
                 last_bin = bin;
-                entry
-                    .2
-                    .push_signed(if best.1 == idle_comm { -1 } else { i64::from(best.1) });
+                entry.2.push_signed(if best.1 == idle_comm {
+                    -1
+                } else {
+                    i64::from(best.1)
+                });
                 entry.3.push(busy as u64);
                 entry.4.push(bin_runs.len() as u64);
             }
