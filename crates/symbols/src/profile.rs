@@ -71,6 +71,30 @@ pub struct Meta {
     pub duration_ns: u64,
     /// Things that happened at a point of the capture, sorted by time.
     pub markers: Vec<Marker>,
+    /// The window the profile was restricted to ([`crate::views::time_window`]), `None`
+    /// for the whole capture.
+    pub window: Option<TimeWindow>,
+}
+
+/// A half-open window `[start, end)` of ns since capture start; `None` is an open bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// First nanosecond in the window.
+    pub start: Option<u64>,
+    /// First nanosecond after it.
+    pub end: Option<u64>,
+}
+
+impl TimeWindow {
+    /// `1.000 s .. 2.500 s`, with `start`/`end` for open bounds, as reports print it.
+    pub fn describe(&self) -> String {
+        let secs = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+        format!(
+            "{} .. {}",
+            self.start.map_or("start".into(), secs),
+            self.end.map_or("end".into(), secs)
+        )
+    }
 }
 
 /// One sample, as counted in [`Profile::stacks`].

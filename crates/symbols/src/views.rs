@@ -150,6 +150,7 @@ pub fn into_time_window(mut p: Profile, start: Option<u64>, end: Option<u64>) ->
         event.total_period = event.total_period.saturating_add(smp.period);
     }
     retain_stacks(&mut p, |_, s| s.counts.iter().any(|c| *c > 0));
+    p.meta.window = Some(crate::profile::TimeWindow { start, end });
     p
 }
 
