@@ -95,6 +95,7 @@ pub fn build(profile: &Profile, annotation: Option<&Annotation>) -> Value {
             "name": e.name,
             "samples": e.total_samples,
             "period": e.total_period,
+            "period_known": e.period_known,
         })).collect::<Vec<_>>(),
         "comms": comms,
         "threads": profile.threads.iter().zip(&thread_comm).map(|(t, &c)| json!([t.pid, t.tid, c])).collect::<Vec<_>>(),

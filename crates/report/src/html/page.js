@@ -71,7 +71,7 @@
   });
 
   // ---- state: window in bins [b0, b1), idle shown, kept in the URL fragment ----
-  var state = { b0: 0, b1: NB, idle: false, tab: "functions", sort: null, asc: false };
+  var state = { b0: 0, b1: NB, idle: false, tab: "functions", sort: null, asc: false, ratio: null };
   function whole() { return state.b0 <= 0 && state.b1 >= NB; }
   function readHash() {
     var h = window.location.hash.replace(/^#/, "");
@@ -84,6 +84,9 @@
           state.b0 = Math.max(0, Math.min(NB - 1, Math.floor(a / W)));
           state.b1 = Math.max(state.b0 + 1, Math.min(NB, Math.ceil(b / W)));
         }
+      } else if (k === "ratio") {
+        var ab = v.split("/").map(function (x) { return parseInt(x, 10); });
+        if (ab.length === 2 && ab[0] < NEV && ab[1] < NEV && ab[0] !== ab[1]) state.ratio = ab;
       } else if (k === "idle") {
         state.idle = v !== "0";
       } else if (k === "tab" && $(v) && $(v).classList.contains("pane")) {
@@ -98,6 +101,7 @@
     var parts = [];
     if (!whole()) parts.push("window=" + secs(state.b0 * W) + ".." + secs(state.b1 * W));
     if (state.idle) parts.push("idle=1");
+    if (state.ratio) parts.push("ratio=" + state.ratio.join("/"));
     if (state.tab !== "functions") parts.push("tab=" + state.tab);
     if (state.sort !== null) parts.push("sort=" + state.sort + (state.asc ? ":asc" : ""));
     var h = parts.length ? "#" + parts.join("&") : "";
@@ -163,8 +167,8 @@
   var fnColumns = (function () {
     var cols = [
       { head: "#", cls: "n", w: "52px", v: function (f) { return rank[f]; }, t: function (f) { return rank[f]; } },
-      { head: "Function", cls: "fn", w: "34%", v: function (f) { return fnName(f).toLowerCase(); }, t: function (f) { return fnName(f); } },
-      { head: "Image", cls: "fn", w: "11%", v: function (f) { return fnImg(f).toLowerCase(); }, t: function (f) { return fnImg(f); } }
+      { head: "Function", cls: "fn", share: 0.45, v: function (f) { return fnName(f).toLowerCase(); }, t: function (f) { return fnName(f); } },
+      { head: "Image", cls: "fn", share: 0.2, v: function (f) { return fnImg(f).toLowerCase(); }, t: function (f) { return fnImg(f); } }
     ];
     D.events.forEach(function (ev, e) {
       cols.push({ head: ev.name + " self", cls: "n", w: "92px", v: function (f) { return fnSelf[e][f]; }, t: function (f) { return fnSelf[e][f]; } });
@@ -174,11 +178,11 @@
     cols.push({ head: "Share", cls: "bar", w: "80px", v: function (f) { return fnSelf[0][f]; }, html: function (f) {
       return "<div class=\"bar\"><span style=\"width:" + Math.min(100, pct(fnSelf[0][f], totals[0])).toFixed(1) + "%\"></span></div>";
     } });
-    cols.push({ head: "Source", cls: "path", w: "auto", v: function (f) { return F.src[f].toLowerCase(); }, t: function (f) { return F.src[f]; } });
+    cols.push({ head: "Source", cls: "path", share: 0.35, v: function (f) { return F.src[f].toLowerCase(); }, t: function (f) { return F.src[f]; } });
     return cols;
   })();
   (function () {
-    $("fn-cols").innerHTML = fnColumns.map(function (c) { return "<col style=\"width:" + c.w + "\">"; }).join("");
+    sizeColumns();
     var tr = document.createElement("tr");
     fnColumns.forEach(function (c, i) {
       var th = document.createElement("th");
@@ -196,6 +200,16 @@
     $("fn-prev").addEventListener("click", function () { fnPage = Math.max(0, fnPage - 1); renderFunctions(); });
     $("fn-next").addEventListener("click", function () { fnPage++; renderFunctions(); });
   })();
+  // Fixed columns in px; what is left is shared by name, image and source, so the table
+  // fits its pane with any number of events.
+  function sizeColumns() {
+    var avail = $("functions").clientWidth || document.body.clientWidth - 40, fixed = 0;
+    fnColumns.forEach(function (c) { if (c.w) fixed += parseInt(c.w, 10); });
+    var rest = Math.max(300, avail - fixed - 2);
+    $("fn-cols").innerHTML = fnColumns.map(function (c) {
+      return "<col style=\"width:" + (c.w || Math.floor(rest * c.share) + "px") + "\">";
+    }).join("");
+  }
   function renderFunctions() {
     var rows = fnRows;
     var q = $("fn-filter").value.toLowerCase();
@@ -506,8 +520,13 @@
     var rows = [];
     var axis = trackRow("axis", "time (s)", "seconds since capture start", 20);
     rows.push([axis, function (g) { drawAxis(g, 20); }, 20]);
+    if (state.ratio) {
+      var ra = D.events[state.ratio[0]].name, rb = D.events[state.ratio[1]].name;
+      var rr = trackRow("rate ratio", ra + " / " + rb, ra + " / " + rb + ": ratio of the event counts per bin", 36);
+      rows.push([rr, function (g) { drawRatio(g, 36); }, 36]);
+    }
     D.events.forEach(function (ev, e) {
-      var r = trackRow("rate", ev.name, ev.name + ": samples per bin of " + secs(W) + " s", 36);
+      var r = trackRow("rate", ev.name, ev.name + ": " + (ev.period_known ? "event count" : "samples") + " per bin of " + secs(W) + " s, all threads", 36);
       r.setAttribute("data-event", e);
       rows.push([r, function (g) { drawRate(g, e, 36); }, 36]);
     });
@@ -542,6 +561,9 @@
     legend.innerHTML = Object.keys(seen).sort(function (a, b) { return seen[b] - seen[a]; }).slice(0, 12).map(function (c) {
       return "<span><i style=\"background:" + commColour(+c) + "\"></i>" + esc(comm(+c)) + "</span>";
     }).join("");
+    var kinds = {};
+    T.markers.forEach(function (m) { kinds[m[1]] = m[1] === "lost" ? "samples lost" : m[2]; });
+    Object.keys(kinds).forEach(function (k) { legend.innerHTML += "<span><i class=\"mk " + k + "\"></i>" + esc(kinds[k]) + "</span>"; });
     box.appendChild(legend);
     // The plot column's geometry, from the first canvas's place in the layout.
     var lbl = axis.querySelector(".lbl");
@@ -554,10 +576,15 @@
     layer.style.width = tl.plotWidth + "px";
     layer.style.height = (legend.offsetTop - 2) + "px";
     box.appendChild(layer);
+    // One line per kind and pixel column: a burst of lost-sample records is one mark.
+    var drawn = {};
     T.markers.forEach(function (m) {
+      var x = Math.round(Math.min(tl.plotWidth - 1, m[0] / (NB * W) * tl.plotWidth));
+      if (drawn[m[1] + x]) { drawn[m[1] + x].title += "\n" + m[2] + " at " + secs(m[0]) + " s"; return; }
       var d = document.createElement("div");
+      drawn[m[1] + x] = d;
       d.className = "marker " + m[1];
-      d.style.left = Math.min(tl.plotWidth - 1, m[0] / (NB * W) * tl.plotWidth) + "px";
+      d.style.left = x + "px";
       d.title = m[2] + " at " + secs(m[0]) + " s";
       layer.appendChild(d);
     });
@@ -631,17 +658,30 @@
       if (x + 4 + g.measureText(label).width < tl.plotWidth) g.fillText(label, x + 3, 2);
     }
   }
-  function drawRate(g, e, h) {
-    var per = new Float64Array(NB), r = binRuns[e], max = 0;
-    if (r) for (var i = 0; i < r.n; i++) if (state.idle || !stIdle[r.stack[i]]) per[r.bin[i]] += r.count[i];
-    for (i = 0; i < NB; i++) if (per[i] > max) max = per[i];
-    g.fillStyle = "#0b5cad";
-    for (i = 0; i < NB; i++) if (per[i] > 0) {
-      var y = per[i] / max * (h - 4);
+  // Per bin: the event's count (summed periods) where periods are known, else samples.
+  var perBin = T.periods ? T.periods.map(function (p, e) {
+    var v = unpack(p, NB);
+    if (!D.events[e].period_known) { v = new Float64Array(NB); var r = binRuns[e]; for (var i = 0; i < r.n; i++) v[r.bin[i]] += r.count[i]; }
+    return v;
+  }) : [];
+  function drawBars(g, values, h, colour, unit) {
+    var max = 0, i;
+    for (i = 0; i < NB; i++) if (values[i] > max) max = values[i];
+    g.fillStyle = colour;
+    for (i = 0; i < NB; i++) if (values[i] > 0) {
+      var y = Math.max(1, values[i] / max * (h - 4));
       g.fillRect(binX(i), h - y, Math.max(1, binX(i + 1) - binX(i) - (NB < 300 ? 0.5 : 0)), y);
     }
     g.fillStyle = "#5f6b76"; g.font = "10px system-ui, sans-serif"; g.textBaseline = "top";
-    g.fillText("max " + max + " / bin", 3, 1);
+    g.fillText("max " + (max < 100 ? +max.toPrecision(3) : Math.round(max)) + " " + unit, 3, 1);
+  }
+  function drawRate(g, e, h) {
+    drawBars(g, perBin[e], h, "#6f9fd8", (D.events[e].period_known ? "events" : "samples") + " / bin");
+  }
+  function drawRatio(g, h) {
+    var a = perBin[state.ratio[0]], b = perBin[state.ratio[1]], v = new Float64Array(NB);
+    for (var i = 0; i < NB; i++) v[i] = b[i] > 0 ? a[i] / b[i] : 0;
+    drawBars(g, v, h, "#9a6700", "");
   }
   function drawCpu(g, t, h) {
     for (var i = 0; i < t.bin.length; i++) {
@@ -671,6 +711,19 @@
   document.querySelectorAll("#tabs button").forEach(function (b) {
     b.addEventListener("click", function () { showTab(b.getAttribute("data-pane")); writeHash(); });
   });
+  (function () {
+    if (NEV < 2 || !NB) return;
+    $("ratio-ctl").hidden = false;
+    ["ratio-a", "ratio-b"].forEach(function (id, k) {
+      var sel = $(id);
+      sel.innerHTML = "<option value=\"\">-</option>" + D.events.map(function (ev, e) { return "<option value=\"" + e + "\">" + esc(ev.name) + "</option>"; }).join("");
+      sel.addEventListener("change", function () {
+        var a = $("ratio-a").value, b = $("ratio-b").value;
+        state.ratio = a !== "" && b !== "" && a !== b ? [parseInt(a, 10), parseInt(b, 10)] : null;
+        writeHash(); buildTimeline();
+      });
+    });
+  })();
   $("show-idle").addEventListener("change", function () {
     state.idle = $("show-idle").checked;
     writeHash(); buildTimeline(); refresh();
@@ -683,7 +736,9 @@
     renderTree(false);
     renderSource();
     if (state.tab === "flamegraph") drawFlame();
+    if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " samples";
     $("idle-note").textContent = idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle samples left out, as in the text summary)" : "";
+    if (!document.body.hasAttribute("data-ready")) performance.mark("kprof-views-ready");
     document.body.setAttribute("data-ready", "1");
   }
   window.addEventListener("hashchange", function () {
@@ -696,7 +751,7 @@
   var resizeTimer = 0;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(function () { buildTimeline(); if (state.tab === "flamegraph") drawFlame(); }, 150);
+    resizeTimer = setTimeout(function () { sizeColumns(); buildTimeline(); if (state.tab === "flamegraph") drawFlame(); }, 150);
   });
   // The CLI's view for tests and scripts: the window's per-function self samples.
   window.kprofView = {
@@ -712,6 +767,7 @@
 
   readHash();
   $("show-idle").checked = state.idle;
+  if (state.ratio) { $("ratio-a").value = state.ratio[0]; $("ratio-b").value = state.ratio[1]; }
   buildTimeline();
   showTab(state.tab);
   refresh();

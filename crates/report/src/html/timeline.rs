@@ -20,6 +20,8 @@ pub struct Timed {
     pub event: usize,
     /// CPU, `u32::MAX` when unknown.
     pub cpu: u32,
+    /// The events the sample stands for.
+    pub period: u64,
 }
 
 /// The profile's samples.
@@ -32,6 +34,7 @@ pub fn samples(profile: &Profile) -> Vec<Timed> {
             stack: s.stack as usize,
             event: s.event as usize,
             cpu: s.cpu,
+            period: s.period,
         })
         .collect()
 }
@@ -79,6 +82,8 @@ pub struct Bins {
     duration: u64,
     /// Per event: bin of each run, page stack, count.
     events: Vec<(Packed, Packed, Packed)>,
+    /// Per event, every bin: summed periods (the event's count), all threads.
+    periods: Vec<Vec<u64>>,
     /// Per CPU seen: (cpu, bins, dominant non-idle command, non-idle samples, all samples),
     /// first event only.
     cpus: Vec<(u32, Packed, Packed, Packed, Packed)>,
@@ -108,6 +113,7 @@ impl Bins {
         let count = duration / width + 1;
         let nev = profile.events.len();
         let mut per_event: Vec<Vec<u64>> = vec![Vec::new(); nev];
+        let mut periods = vec![vec![0u64; count as usize]; nev];
         let mut per_cpu: Vec<(u32, u64, u32)> = Vec::new();
         let mut per_thread: Vec<(u32, u64)> = Vec::new();
         let idle_comm = u32::MAX;
@@ -119,6 +125,7 @@ impl Bins {
             let bin = (s.time / width).min(count - 1);
             if let Some(list) = per_event.get_mut(s.event) {
                 list.push(bin << 32 | u64::from(page));
+                periods[s.event][bin as usize] += s.period;
             }
             if s.event != 0 {
                 continue;
@@ -214,6 +221,7 @@ impl Bins {
             count,
             duration,
             events,
+            periods,
             cpus,
             threads: threads.into_iter().map(|(t, _, b, c)| (t, b, c)).collect(),
             markers,
@@ -229,6 +237,7 @@ impl Bins {
             "events": self.events.iter().map(|(b, s, c)| json!({
                 "n": b.len(), "bin": b.finish(), "stack": s.finish(), "count": c.finish(),
             })).collect::<Vec<_>>(),
+            "periods": self.periods.iter().map(|p| p.iter().copied().collect::<Packed>().finish()).collect::<Vec<_>>(),
             "cpus": self.cpus.iter().map(|(cpu, b, comm, busy, all)| json!({
                 "cpu": cpu, "n": b.len(), "bin": b.finish(), "comm": comm.finish(),
                 "busy": busy.finish(), "all": all.finish(),
