@@ -87,8 +87,7 @@ pub fn build(profile: &Profile, annotation: Option<&Annotation>) -> Value {
         p
     };
 
-    let timed = timeline::samples(profile);
-    let bins = timeline::Bins::build(profile, &timed, &page_of, &thread_comm);
+    let bins = timeline::Bins::build(profile, &page_of, &thread_comm);
 
     json!({
         "events": profile.events.iter().map(|e| json!({

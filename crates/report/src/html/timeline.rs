@@ -9,36 +9,6 @@ use serde_json::{json, Value};
 
 use super::pack::Packed;
 
-/// What the timeline needs of one sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timed {
-    /// ns since capture start.
-    pub time: u64,
-    /// Index into `Profile::stacks`.
-    pub stack: usize,
-    /// Index into `Profile::events`.
-    pub event: usize,
-    /// CPU, `u32::MAX` when unknown.
-    pub cpu: u32,
-    /// The events the sample stands for.
-    pub period: u64,
-}
-
-/// The profile's samples.
-pub fn samples(profile: &Profile) -> Vec<Timed> {
-    profile
-        .samples
-        .iter()
-        .map(|s| Timed {
-            time: s.time,
-            stack: s.stack as usize,
-            event: s.event as usize,
-            cpu: s.cpu,
-            period: s.period,
-        })
-        .collect()
-}
-
 /// Capture length in ns: the last record, or the last sample if that is later.
 pub fn duration(profile: &Profile) -> u64 {
     let last = profile.samples.last().map_or(0, |s| s.time);
@@ -93,16 +63,12 @@ pub struct Bins {
 }
 
 impl Bins {
-    /// Bins of `timed`, with `page_of` mapping profile stacks to the page's merged stacks.
-    pub fn build(
-        profile: &Profile,
-        timed: &[Timed],
-        page_of: &[u32],
-        thread_comm: &[usize],
-    ) -> Bins {
+    /// Bins of the profile's samples, with `page_of` mapping profile stacks to the page's
+    /// merged stacks.
+    pub fn build(profile: &Profile, page_of: &[u32], thread_comm: &[usize]) -> Bins {
         let duration = duration(profile);
         let markers = markers(profile);
-        if timed.is_empty() {
+        if profile.samples.is_empty() {
             return Bins {
                 duration,
                 markers,
@@ -117,17 +83,20 @@ impl Bins {
         let mut per_cpu: Vec<(u32, u64, u32)> = Vec::new();
         let mut per_thread: Vec<(u32, u64)> = Vec::new();
         let idle_comm = u32::MAX;
-        for s in timed {
-            let (Some(&page), Some(stack)) = (page_of.get(s.stack), profile.stacks.get(s.stack))
+        for s in &profile.samples {
+            let stack_index = s.stack as usize;
+            let event = s.event as usize;
+            let (Some(&page), Some(stack)) =
+                (page_of.get(stack_index), profile.stacks.get(stack_index))
             else {
                 continue;
             };
             let bin = (s.time / width).min(count - 1);
-            if let Some(list) = per_event.get_mut(s.event) {
+            if let Some(list) = per_event.get_mut(event) {
                 list.push(bin << 32 | u64::from(page));
-                periods[s.event][bin as usize] += s.period;
+                periods[event][bin as usize] += s.period;
             }
-            if s.event != 0 {
+            if event != 0 {
                 continue;
             }
             let idle = profile.threads.get(stack.thread).is_none_or(|t| t.pid == 0);
