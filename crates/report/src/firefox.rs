@@ -12,7 +12,8 @@
 //! - A counter track per hardware event: its summed sample periods per millisecond.
 //!   Software events (cpu-clock, task-clock, page-faults, ...) get none: the thread tracks'
 //!   CPU graph already shows cpu-clock time.
-//! - Markers on the busiest thread: workload start and exit, lost samples, throttling.
+//! - Markers on the profiled command's busiest thread (else the busiest of all): workload
+//!   start and exit, lost samples, throttling.
 
 mod markers;
 
@@ -111,12 +112,14 @@ fn build(p: &Profile) -> Result<Fx, Error> {
         per_thread[stack.thread] += 1;
     }
     add_cpu_tracks(p, &mut fx, &labels, t0);
-    let busiest = per_thread
-        .iter()
-        .enumerate()
-        .max_by_key(|(_, n)| **n)
-        .map(|(i, _)| i);
-    if let Some(i) = busiest {
+    // Markers go on the profiled command's busiest thread, else on the busiest of all.
+    let workload = |i: &usize| p.meta.workload_pid.is_none_or(|w| p.threads[*i].pid == w);
+    let busiest = |only_workload: bool| {
+        (0..p.threads.len())
+            .filter(|i| per_thread[*i] > 0 && (!only_workload || workload(i)))
+            .max_by_key(|i| per_thread[*i])
+    };
+    if let Some(i) = busiest(true).or_else(|| busiest(false)) {
         let t = threads[i];
         fx.set_thread_show_markers_in_timeline(t, true);
         fx.add_initial_selected_thread(t);
@@ -345,5 +348,85 @@ impl FrameLabels {
             );
             fx.intern_stack(thread, None, frame)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::fixture;
+
+    /// PMU events (named, raw, with modifiers) are hardware; perf's software events and
+    /// tracepoints are not.
+    #[test]
+    fn is_hardware_event_names_classified() {
+        for hw in [
+            "cycles",
+            "instructions",
+            "r03",
+            "L1-dcache-load-misses",
+            "cycles:u",
+        ] {
+            assert!(is_hardware_event(hw), "{hw}");
+        }
+        for sw in [
+            "cpu-clock",
+            "cpu-clock/period=100000/",
+            "page-faults",
+            "task-clock:u",
+            "sched:sched_switch",
+        ] {
+            assert!(!is_hardware_event(sw), "{sw}");
+        }
+    }
+
+    /// A hardware event's counter track sums its samples' periods per millisecond, with
+    /// the number of samples as operations; the software event gets no track.
+    #[test]
+    fn write_firefox_hardware_event_counter_per_ms() {
+        let mut p = fixture::profile();
+        p.events[1].name = "cycles".into();
+        let sample = |time, event, period| Sample {
+            time,
+            stack: 0,
+            event,
+            cpu: 0,
+            period,
+        };
+        p.samples = vec![
+            sample(0, 0, 250_000),
+            sample(100_000, 1, 1000),
+            sample(600_000, 1, 3000),
+            sample(1_500_000, 1, 500),
+            sample(3_200_000, 1, 700),
+        ];
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let fx: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let counters = fx["counters"].as_array().expect("counters");
+        assert_eq!(counters.len(), 1, "{counters:?}");
+        assert_eq!(counters[0]["name"], "cycles");
+        let s = &counters[0]["samples"];
+        let values: Vec<f64> = s["count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(values, vec![4000.0, 500.0, 700.0]);
+        let ops: Vec<u64> = s["number"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(ops, vec![2, 1, 1]);
+    }
+
+    /// A profile without events is refused, not written empty.
+    #[test]
+    fn write_firefox_no_events_refused() {
+        let p = Profile::default();
+        assert!(matches!(write(&p, &mut Vec::new()), Err(Error::NoEvents)));
     }
 }

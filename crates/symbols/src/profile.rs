@@ -61,6 +61,8 @@ pub struct Meta {
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// Its process id, when recorded (manifest `command.pid`).
+    pub workload_pid: Option<i32>,
     /// The build trees source files are shown relative to (see [`Profile::source_path`]):
     /// the compilation directories of the symbol files used, after `source_prefix`.
     pub source_roots: Vec<String>,

@@ -245,6 +245,7 @@ impl<'a> State<'a> {
             profile.meta.os_release = Some(m.uname.release.clone());
             profile.meta.arch = Some(m.uname.machine.clone());
             profile.meta.command = m.command.as_ref().map(|c| c.argv.join(" "));
+            profile.meta.workload_pid = m.command.as_ref().and_then(|c| c.pid);
             for md in &m.modules {
                 let sections = md
                     .sections

@@ -312,7 +312,7 @@ impl State<'_> {
                 new_index[*old] = new as u32;
             }
             for s in &mut self.profile.samples {
-                s.event = new_index[s.event as usize];
+                s.event = new_index.get(s.event as usize).copied().unwrap_or(0);
             }
         }
         self.finish_times();
@@ -397,7 +397,7 @@ impl State<'_> {
 #[cfg(test)]
 mod tests {
     use crate::capture::Capture;
-    use crate::profile::Profile;
+    use crate::profile::{MarkerKind, Profile};
     use crate::views::{self, Filter};
     use crate::{Options, Symbolizer};
     use std::path::Path;
@@ -734,6 +734,14 @@ mod tests {
             throttles,
         };
         let p = symbolize(&[ev(0, 0), ev(1, 3)]);
+        let marked: Vec<(u64, &MarkerKind)> =
+            p.meta.markers.iter().map(|m| (m.time, &m.kind)).collect();
+        let t = MarkerKind::Throttled;
+        assert_eq!(
+            marked,
+            vec![(0, &t), (1, &t), (2, &t)],
+            "at their body times"
+        );
         let throttled: Vec<&String> = p
             .warnings
             .iter()
@@ -746,6 +754,37 @@ mod tests {
                     .contains("lower -F or raise /proc/sys/kernel/perf_event_max_sample_rate"),
             "{}",
             throttled[0]
+        );
+    }
+
+    /// Samples without PERF_SAMPLE_TIME are all kept, at capture start, with a warning;
+    /// each counted sample is in `samples` with its stack, event and period.
+    #[test]
+    fn symbolize_perfdata_untimed_samples_at_start_warned() {
+        let ev = |config, period| Ev {
+            config,
+            period: Some(period),
+            with_period: true,
+            samples: at_two_ips(3, period),
+            throttles: 0,
+        };
+        let p = symbolize(&[ev(0, 1000), ev(1, 10)]);
+        assert_eq!(p.samples.len(), 12);
+        assert!(p.samples.iter().all(|s| s.time == 0 && s.cpu == u32::MAX));
+        for (e, period) in [(0u32, 1000u64), (1, 10)] {
+            let of: Vec<_> = p.samples.iter().filter(|s| s.event == e).collect();
+            assert_eq!(of.len(), 6);
+            assert!(of.iter().all(|s| s.period == period));
+        }
+        let again = views::time_window(&p, None, None);
+        assert_eq!(again.stacks, p.stacks, "the samples add up to the stacks");
+        assert_eq!((p.meta.start_ns, p.meta.duration_ns), (None, 0));
+        assert!(
+            p.warnings.iter().any(|w| w.starts_with(
+                "the samples carry no timestamps (recorded without PERF_SAMPLE_TIME)"
+            )),
+            "{:?}",
+            p.warnings
         );
     }
 }
