@@ -12,59 +12,15 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::render_support::capture::run;
-use crate::render_support::kprofctl_ok;
+use crate::render_support::{kprofctl_ok, phases};
 
-/// About `SECONDS` in `phase_a`, then as long in `phase_b`: each half of the timeline has its
-/// own top function.
-const PHASES: &str = r#"#include <stdlib.h>
-#include <time.h>
-
-static volatile unsigned long sink;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-__attribute__((noinline)) void phase_a(double seconds) {
-    double end = now() + seconds;
-    while (now() < end)
-        for (int i = 0; i < 10000; i++)
-            sink += i * 3;
-}
-
-__attribute__((noinline)) void phase_b(double seconds) {
-    double end = now() + seconds;
-    while (now() < end)
-        for (int i = 0; i < 10000; i++)
-            sink ^= i * 7;
-}
-
-int main(int argc, char **argv) {
-    double seconds = argc > 1 ? atof(argv[1]) : 1.0;
-    phase_a(seconds);
-    phase_b(seconds);
-    return 0;
-}
-"#;
-
-/// Records `./phases 1` system-wide (every CPU has samples, idle included) into `dir`.
-fn record_phases(dir: &Path) {
-    std::fs::write(dir.join("phases.c"), PHASES).unwrap();
+/// The shared two-phase program (`test_support/phases.rs`), recorded system-wide here
+/// (`-a`: every CPU has samples, idle and other processes included, so the CPU and thread
+/// tracks and the idle rule are exercised too).
+fn record_phases() -> phases::Phases {
+    let p = phases::Phases::build();
     run(
-        Command::new("gcc").current_dir(dir).args([
-            "-O1",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "phases",
-            "phases.c",
-        ]),
-        "gcc (apt-get install build-essential)",
-    );
-    run(
-        Command::new("perf").current_dir(dir).args([
+        Command::new("perf").current_dir(p.path()).args([
             "record",
             "-q",
             "-e",
@@ -81,6 +37,7 @@ fn record_phases(dir: &Path) {
         ]),
         "perf record -a (root and apt-get install linux-perf)",
     );
+    p
 }
 
 /// Where the screenshots are kept for a person to look at.
@@ -203,9 +160,8 @@ fn layout_ok(result: &Value, what: &str) {
 /// workload's and the window kept across a reload.
 #[test]
 fn report_html_viewer_two_phases_in_chromium() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    record_phases(dir);
+    let recorded = record_phases();
+    let dir = recorded.path();
     kprofctl_ok(
         &[
             "report",
