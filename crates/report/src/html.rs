@@ -27,6 +27,13 @@ use self::escape::Esc;
 use self::model::percent;
 use crate::Error;
 
+/// What the page shows first, beyond the profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `--ratio A/B`: indices into `Profile::events` of the timeline's ratio track.
+    pub ratio: Option<(usize, usize)>,
+}
+
 /// Writes the page. `annotation` is the annotated source of one function (`--annotate F`,
 /// or the hottest function), shown in the Source tab when given.
 pub fn write(
@@ -34,11 +41,22 @@ pub fn write(
     annotation: Option<&Annotation>,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    write_with(profile, annotation, &Options::default(), out)
+}
+
+/// [`write`] with [`Options`].
+pub fn write_with(
+    profile: &Profile,
+    annotation: Option<&Annotation>,
+    options: &Options,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     collapsed_check(profile)?;
     let mut out = io::BufWriter::new(out);
     Page {
         profile,
         totals: model::event_totals(profile),
+        options,
     }
     .write(annotation, &mut out)
     .and_then(|()| out.flush())
@@ -59,6 +77,7 @@ struct Page<'a> {
     profile: &'a Profile,
     /// Samples per event in the profile: the 100 % of every percentage.
     totals: Vec<u64>,
+    options: &'a Options,
 }
 
 impl Page<'_> {
@@ -88,7 +107,7 @@ impl Page<'_> {
         writeln!(
             out,
             "<script type=\"application/json\" id=\"kprof-data\">{}</script>",
-            script_json(&data::build(self.profile, annotation))
+            script_json(&data::build(self.profile, annotation, self.options))
         )?;
         write!(
             out,

@@ -79,25 +79,16 @@ fn perf_cpus(perf_data: &Path) -> usize {
         .count()
 }
 
-/// Self samples per `image:function` of `kprofctl report --time A..B --no-idle --format json`
-/// (the page leaves the idle loop out by default, as the text summary does).
-fn cli_window(dir: &Path, start_ns: u64, end_ns: u64) -> BTreeMap<String, u64> {
+/// Self samples per `image:function` of `kprofctl report --time A..B [--no-idle] --format
+/// json` (the page leaves the idle loop out by default, as the text summary does).
+fn cli_window(dir: &Path, start_ns: u64, end_ns: u64, no_idle: bool) -> BTreeMap<String, u64> {
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let range = format!("{}..{}", secs(start_ns), secs(end_ns));
-    let json = kprofctl_ok(
-        &[
-            "report",
-            "perf.data",
-            "--symbols",
-            ".",
-            "--no-idle",
-            "--time",
-            &range,
-            "--format",
-            "json",
-        ],
-        dir,
-    );
+    let mut args = vec!["report", "perf.data", "--symbols", ".", "--time", &range];
+    if no_idle {
+        args.push("--no-idle");
+    }
+    let json = kprofctl_ok(&[&args[..], &["--format", "json"]].concat(), dir);
     let json: Value = serde_json::from_str(&json).unwrap();
     let mut out = BTreeMap::new();
     for f in json["functions"].as_array().unwrap() {
@@ -157,7 +148,8 @@ fn layout_ok(result: &Value, what: &str) {
 /// overflow at 1366x768 or 1920x1080 in any tab, one-line function rows, one track per CPU,
 /// the busiest thread's track drawn, and a dragged range per phase whose functions table is
 /// exactly `kprofctl report --time` of the window, with that phase's function on top of the
-/// workload's and the window kept across a reload.
+/// workload's and the window kept across a reload; with the idle loop included, the table
+/// equals `--time` without `--no-idle`.
 #[test]
 fn report_html_viewer_two_phases_in_chromium() {
     let recorded = record_phases();
@@ -229,7 +221,7 @@ fn report_html_viewer_two_phases_in_chromium() {
             .iter()
             .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
             .collect();
-        let cli = cli_window(dir, start, end);
+        let cli = cli_window(dir, start, end, true);
         assert_eq!(page_counts, cli, "window {label}: page against --time");
         // The machine may be busy with other work (the capture is system-wide): the phase
         // is judged within the workload.
@@ -250,4 +242,23 @@ fn report_html_viewer_two_phases_in_chromium() {
             "{phase} dominates {label}: {page_counts:?}"
         );
     }
+
+    // "Include the idle loop": the same window now matches --time without --no-idle.
+    let idle = &result["idle"];
+    assert!(idle["hash"].as_str().unwrap().contains("idle=1"), "{idle}");
+    let (start, end) = (
+        idle["window"]["start"].as_u64().unwrap(),
+        idle["window"]["end"].as_u64().unwrap(),
+    );
+    let page_counts: BTreeMap<String, u64> = idle["self"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        page_counts,
+        cli_window(dir, start, end, false),
+        "idle included: page against --time"
+    );
 }

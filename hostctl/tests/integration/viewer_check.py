@@ -122,6 +122,11 @@ def main():
             WebDriverWait(d, 120).until(lambda d: d.execute_script("return document.body.getAttribute('data-ready')"))
             got["afterReload"] = d.execute_script("return kprofView.window();")
             result["drags"].append(got)
+        # The idle loop put back (the window of the last drag stays): the CLI's counts
+        # without --no-idle.
+        d.find_element(By.ID, "show-idle").click()
+        result["idle"] = d.execute_script(
+            "return {window: kprofView.window(), self: kprofView.selfCounts(0), hash: location.hash};")
         result["console"] = [e for e in d.get_log("browser")]
     finally:
         d.quit()

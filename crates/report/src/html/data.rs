@@ -22,7 +22,11 @@ use super::timeline;
 pub const MAX_BINS: u64 = 1000;
 
 /// The JSON object the page reads (`#kprof-data`).
-pub fn build(profile: &Profile, annotation: Option<&Annotation>) -> Value {
+pub fn build(
+    profile: &Profile,
+    annotation: Option<&Annotation>,
+    options: &super::Options,
+) -> Value {
     let nev = profile.events.len();
     let (comms, thread_comm) = comms(profile);
     let trie = Trie::build(profile, &thread_comm);
@@ -129,6 +133,7 @@ pub fn build(profile: &Profile, annotation: Option<&Annotation>) -> Value {
             "function": line_rows.iter().map(|&(_, _, f)| f as u64).collect::<Packed>().finish(),
         },
         "time": bins.to_json(),
+        "ratio": options.ratio.filter(|&(a, b)| a != b && a.max(b) < nev).map(|(a, b)| [a, b]),
         "annotation": annotation.map(|a| annotation_json(profile, a, ann.as_ref().map(|i| i.function))),
     })
 }

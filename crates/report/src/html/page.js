@@ -84,6 +84,8 @@
           state.b0 = Math.max(0, Math.min(NB - 1, Math.floor(a / W)));
           state.b1 = Math.max(state.b0 + 1, Math.min(NB, Math.ceil(b / W)));
         }
+      } else if (k === "ratio" && v === "none") {
+        state.ratio = null;
       } else if (k === "ratio") {
         var ab = v.split("/").map(function (x) { return parseInt(x, 10); });
         if (ab.length === 2 && ab[0] < NEV && ab[1] < NEV && ab[0] !== ab[1]) state.ratio = ab;
@@ -102,6 +104,7 @@
     if (!whole()) parts.push("window=" + secs(state.b0 * W) + ".." + secs(state.b1 * W));
     if (state.idle) parts.push("idle=1");
     if (state.ratio) parts.push("ratio=" + state.ratio.join("/"));
+    else if (D.ratio) parts.push("ratio=none");
     if (state.tab !== "functions") parts.push("tab=" + state.tab);
     if (state.sort !== null) parts.push("sort=" + state.sort + (state.asc ? ":asc" : ""));
     var h = parts.length ? "#" + parts.join("&") : "";
@@ -765,6 +768,7 @@
     totals: function () { return totals.slice(); }
   };
 
+  if (D.ratio && NB) state.ratio = D.ratio;
   readHash();
   $("show-idle").checked = state.idle;
   if (state.ratio) { $("ratio-a").value = state.ratio[0]; $("ratio-b").value = state.ratio[1]; }

@@ -358,3 +358,98 @@ fn render_html_real_capture_matches_perf_report() {
         std::fs::copy(&path, std::path::Path::new(&keep).with_extension("html")).unwrap();
     }
 }
+
+/// The fixture with sample times over 1 s: `compute` (stack 0) alone on CPU 0 for the first
+/// 0.6 s, the other stacks after it on CPU 1; page-faults samples alongside; workload
+/// start/exit and a lost-samples marker.
+fn timed_fixture() -> Profile {
+    use kprof_symbols::profile::{Marker, MarkerKind, Sample};
+    let mut profile = fixture::profile();
+    let mut samples = Vec::new();
+    let mut at = 0u64;
+    for (stack, counts) in profile.stacks.iter().enumerate() {
+        let cpu = u32::from(stack != 0);
+        for _ in 0..counts.counts[0] {
+            samples.push(Sample {
+                time: at,
+                stack: stack as u32,
+                event: 0,
+                cpu,
+                period: 1_000_000,
+            });
+            at += 10_000_000;
+        }
+        for k in 0..counts.counts[1] {
+            samples.push(Sample {
+                time: at.saturating_sub(1 + k),
+                stack: stack as u32,
+                event: 1,
+                cpu,
+                period: 1,
+            });
+        }
+    }
+    samples.sort_by_key(|s| s.time);
+    profile.samples = samples;
+    profile.meta.duration_ns = 1_000_000_000;
+    profile.meta.markers = vec![
+        Marker {
+            time: 0,
+            kind: MarkerKind::WorkloadStart,
+        },
+        Marker {
+            time: 500_000_000,
+            kind: MarkerKind::Lost { samples: 7 },
+        },
+        Marker {
+            time: 999_000_000,
+            kind: MarkerKind::WorkloadExit,
+        },
+    ];
+    profile
+}
+
+/// A page with sample times draws one track per CPU and every marker, and a `#window=` link
+/// (as the range selection writes it) restricts the functions table to that window.
+#[test]
+fn render_html_chromium_window_link_filters_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    let mut html = Vec::new();
+    write(&timed_fixture(), None, &mut html).unwrap();
+    std::fs::write(&path, html).unwrap();
+
+    let shot = dir.path().join("whole.png");
+    let dom = chromium(&path, &shot, dir.path());
+    assert_eq!(
+        dom.matches("class=\"track cpu\"").count(),
+        2,
+        "one track per CPU"
+    );
+    for kind in ["start", "exit", "lost"] {
+        assert!(
+            dom.contains(&format!("class=\"marker {kind}\"")),
+            "{kind} marker"
+        );
+    }
+    let row = first_body_row(&dom, "functions-table");
+    assert!(row.contains(">compute<") && row.contains(">70<"), "{row}");
+
+    let url = format!("file://{}#window=0.000000000..0.600000000", path.display());
+    let dom = chromium_url(&url, &shot, dir.path());
+    assert!(
+        dom.contains("Window 0.000000000 s .. 0.600000000 s"),
+        "the window's bounds are shown"
+    );
+    let table = &dom[dom.find("id=\"functions-table\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let row = first_body_row(&dom, "functions-table");
+    assert!(
+        row.contains(">compute<") && row.contains(">60<") && row.contains("100.00%"),
+        "only compute's first 60 samples: {row}"
+    );
+    assert!(
+        !table.contains(">mychardrv_checksum<"),
+        "the driver ran after the window"
+    );
+}
