@@ -675,8 +675,12 @@
       var y = Math.max(1, values[i] / max * (h - 4));
       g.fillRect(binX(i), h - y, Math.max(1, binX(i + 1) - binX(i) - (NB < 300 ? 0.5 : 0)), y);
     }
-    g.fillStyle = "#5f6b76"; g.font = "10px system-ui, sans-serif"; g.textBaseline = "top";
-    g.fillText("max " + (max < 100 ? +max.toPrecision(3) : Math.round(max)) + " " + unit, 3, 1);
+    var label = "max " + (max < 100 ? +max.toPrecision(3) : Math.round(max)) + " " + unit;
+    g.font = "10px system-ui, sans-serif"; g.textBaseline = "top";
+    g.fillStyle = "rgba(255,255,255,0.85)";
+    g.fillRect(0, 0, g.measureText(label).width + 6, 13);
+    g.fillStyle = "#5f6b76";
+    g.fillText(label, 3, 1);
   }
   function drawRate(g, e, h) {
     drawBars(g, perBin[e], h, "#6f9fd8", (D.events[e].period_known ? "events" : "samples") + " / bin");
