@@ -4,9 +4,13 @@
 //! `kprofctl report --time` takes, so a selection snapped to bin edges sums to exactly the
 //! counts `--time` prints for those bounds.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
 use kprof_symbols::profile::{MarkerKind, Profile};
 use serde_json::{json, Value};
 
+use super::model::IdHasher;
 use super::pack::Packed;
 
 /// Capture length in ns: the last record, or the last sample if that is later.
@@ -44,6 +48,16 @@ pub fn bin_width(duration: u64, max: u64) -> u64 {
     }
 }
 
+/// Samples per key, with the integer hasher of the call tree.
+type Counts<K> = HashMap<K, u64, BuildHasherDefault<IdHasher>>;
+
+/// The entries of `counts` in key order.
+fn sorted<K: Ord>(counts: Counts<K>) -> Vec<(K, u64)> {
+    let mut v: Vec<(K, u64)> = counts.into_iter().collect();
+    v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
 /// Per-bin data, all of it sparse.
 #[derive(Debug, Default)]
 pub struct Bins {
@@ -78,10 +92,12 @@ impl Bins {
         let width = bin_width(duration, super::data::MAX_BINS);
         let count = duration / width + 1;
         let nev = profile.events.len();
-        let mut per_event: Vec<Vec<u64>> = vec![Vec::new(); nev];
+        // Samples counted per distinct key as they stream by: memory follows the (bin, stack),
+        // (CPU, bin, command) and (thread, bin) pairs, not the samples.
+        let mut per_event: Vec<Counts<u64>> = vec![Counts::default(); nev];
         let mut periods = vec![vec![0u64; count as usize]; nev];
-        let mut per_cpu: Vec<(u32, u64, u32)> = Vec::new();
-        let mut per_thread: Vec<(u32, u64)> = Vec::new();
+        let mut per_cpu: Counts<(u32, u64, u32)> = Counts::default();
+        let mut per_thread: Counts<(u32, u64)> = Counts::default();
         let idle_comm = u32::MAX;
         for s in &profile.samples {
             let stack_index = s.stack as usize;
@@ -93,7 +109,7 @@ impl Bins {
             };
             let bin = (s.time / width).min(count - 1);
             if let Some(list) = per_event.get_mut(event) {
-                list.push(bin << 32 | u64::from(page));
+                *list.entry(bin << 32 | u64::from(page)).or_default() += 1;
                 periods[event][bin as usize] += s.period;
             }
             if event != 0 {
@@ -106,55 +122,55 @@ impl Bins {
                 thread_comm.get(stack.thread).copied().unwrap_or(0) as u32
             };
             if s.cpu != u32::MAX {
-                per_cpu.push((s.cpu, bin, comm));
+                *per_cpu.entry((s.cpu, bin, comm)).or_default() += 1;
             }
-            per_thread.push((stack.thread as u32, bin));
+            *per_thread.entry((stack.thread as u32, bin)).or_default() += 1;
         }
 
         let events = per_event
             .into_iter()
-            .map(|mut keys| {
-                keys.sort_unstable();
+            .map(|keys| {
+                let keys = sorted(keys);
                 let (mut bins, mut stacks, mut counts) =
                     (Packed::default(), Packed::default(), Packed::default());
                 let (mut last_bin, mut last_stack) = (0u64, 0u64);
-                for run in keys.chunk_by(|a, b| a == b) {
-                    let (bin, stack) = (run[0] >> 32, run[0] & 0xffff_ffff);
+                for &(key, n) in &keys {
+                    let (bin, stack) = (key >> 32, key & 0xffff_ffff);
                     if bin != last_bin {
                         last_stack = 0;
                     }
                     // Bins as deltas from the previous run, stacks as deltas within a bin.
                     bins.push(bin - last_bin);
                     stacks.push(stack - last_stack);
-                    counts.push(run.len() as u64);
+                    counts.push(n);
                     (last_bin, last_stack) = (bin, stack);
                 }
                 (bins, stacks, counts)
             })
             .collect();
 
-        per_cpu.sort_unstable();
+        let per_cpu = sorted(per_cpu);
         let mut cpus: Vec<(u32, Packed, Packed, Packed, Packed)> = Vec::new();
-        for cpu_runs in per_cpu.chunk_by(|a, b| a.0 == b.0) {
+        for cpu_runs in per_cpu.chunk_by(|a, b| a.0 .0 == b.0 .0) {
             let mut entry = (
-                cpu_runs[0].0,
+                cpu_runs[0].0 .0,
                 Packed::default(),
                 Packed::default(),
                 Packed::default(),
                 Packed::default(),
             );
             let mut last_bin = 0;
-            for bin_runs in cpu_runs.chunk_by(|a, b| a.1 == b.1) {
-                let bin = bin_runs[0].1;
-                let mut best = (0usize, idle_comm);
+            for bin_runs in cpu_runs.chunk_by(|a, b| a.0 .1 == b.0 .1) {
+                let bin = bin_runs[0].0 .1;
+                let mut best = (0u64, idle_comm);
                 let mut busy = 0;
-                for comm_run in bin_runs.chunk_by(|a, b| a.2 == b.2) {
-                    if comm_run[0].2 == idle_comm {
+                for &((_, _, comm), n) in bin_runs {
+                    if comm == idle_comm {
                         continue;
                     }
-                    busy += comm_run.len();
-                    if comm_run.len() > best.0 {
-                        best = (comm_run.len(), comm_run[0].2);
+                    busy += n;
+                    if n > best.0 {
+                        best = (n, comm);
                     }
                 }
                 entry.1.push(bin - last_bin);
@@ -164,24 +180,25 @@ impl Bins {
                 } else {
                     i64::from(best.1)
                 });
-                entry.3.push(busy as u64);
-                entry.4.push(bin_runs.len() as u64);
+                entry.3.push(busy);
+                entry.4.push(bin_runs.iter().map(|r| r.1).sum());
             }
             cpus.push(entry);
         }
 
-        per_thread.sort_unstable();
+        let per_thread = sorted(per_thread);
         let mut threads: Vec<(usize, u64, Packed, Packed)> = per_thread
-            .chunk_by(|a, b| a.0 == b.0)
+            .chunk_by(|a, b| a.0 .0 == b.0 .0)
             .map(|runs| {
                 let (mut bins, mut counts) = (Packed::default(), Packed::default());
                 let mut last = 0;
-                for run in runs.chunk_by(|a, b| a.1 == b.1) {
-                    bins.push(run[0].1 - last);
-                    last = run[0].1;
-                    counts.push(run.len() as u64);
+                for &((_, bin), n) in runs {
+                    bins.push(bin - last);
+                    last = bin;
+                    counts.push(n);
                 }
-                (runs[0].0 as usize, runs.len() as u64, bins, counts)
+                let total = runs.iter().map(|r| r.1).sum();
+                (runs[0].0 .0 as usize, total, bins, counts)
             })
             .collect();
         threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
