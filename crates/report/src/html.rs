@@ -184,8 +184,11 @@ impl Page<'_> {
         )?;
         writeln!(
             out,
-            "<div class=\"scroll\"><table class=\"sortable\" id=\"images-table\"><thead><tr><th>Image</th><th>Space</th>{}\
+            "<table class=\"sortable\" id=\"images-table\"><colgroup><col style=\"width:15%\">\
+             <col style=\"width:64px\">{}<col style=\"width:18%\"><col style=\"width:112px\"><col>\
+             </colgroup><thead><tr><th>Image</th><th>Space</th>{}\
              <th>Recorded path</th><th>Build-id</th><th>Symbols</th></tr></thead><tbody>",
+            "<col style=\"width:84px\">".repeat(2 * self.profile.events.len()),
             self.event_heads(&["self", "self %"])
         )?;
         let counts = model::image_counts(self.profile);
@@ -200,7 +203,7 @@ impl Page<'_> {
             };
             write!(
                 out,
-                "<tr><td class=\"fn\">{}</td><td>{space}</td>",
+                "<tr><td class=\"fn\" title=\"{0}\">{0}</td><td>{space}</td>",
                 Esc(&image.name)
             )?;
             for (count, total) in counts[i].iter().zip(&self.totals) {
@@ -208,7 +211,7 @@ impl Page<'_> {
             }
             write!(
                 out,
-                "<td class=\"path\">{}</td><td class=\"path\">{}</td><td>",
+                "<td class=\"path\" title=\"{0}\"><bdi>{0}</bdi></td><td class=\"bid\" title=\"{1}\">{1}</td><td>",
                 Esc(&image.recorded_path),
                 Esc(image.build_id.as_deref().unwrap_or("none recorded"))
             )?;
@@ -240,7 +243,7 @@ impl Page<'_> {
             }
             writeln!(out, "</td></tr>")?;
         }
-        writeln!(out, "</tbody></table></div>\n</section>")
+        writeln!(out, "</tbody></table>\n</section>")
     }
 
     /// Header cells `<event> <column>` for every event and column.

@@ -14,27 +14,34 @@ use serde_json::Value;
 use crate::render_support::capture::run;
 use crate::render_support::{kprofctl_ok, phases};
 
+/// The workload's name here: a copy of the shared two-phase program under a name of its own,
+/// because other tests run `phases` at the same time and this capture is system-wide.
+const WORKLOAD: &str = "viewer-phases";
+
 /// The shared two-phase program (`test_support/phases.rs`), recorded system-wide here
 /// (`-a`: every CPU has samples, idle and other processes included, so the CPU and thread
 /// tracks and the idle rule are exercised too).
 fn record_phases() -> phases::Phases {
     let p = phases::Phases::build();
+    std::fs::copy(p.path().join("phases"), p.path().join(WORKLOAD)).unwrap();
+    let exe = format!("./{WORKLOAD}");
+    let args = [
+        "-e",
+        "cpu-clock",
+        "-F",
+        "1000",
+        "-g",
+        "-a",
+        "-o",
+        "perf.data",
+        "--",
+    ];
     run(
-        Command::new("perf").current_dir(p.path()).args([
-            "record",
-            "-q",
-            "-e",
-            "cpu-clock",
-            "-F",
-            "1000",
-            "-g",
-            "-a",
-            "-o",
-            "perf.data",
-            "--",
-            "./phases",
-            "1",
-        ]),
+        Command::new("perf")
+            .current_dir(p.path())
+            .args(["record", "-q"])
+            .args(args)
+            .args([exe.as_str(), "1"]),
         "perf record -a (root and apt-get install linux-perf)",
     );
     p
@@ -100,6 +107,22 @@ fn cli_window(dir: &Path, start_ns: u64, end_ns: u64, no_idle: bool) -> BTreeMap
         *out.entry(key).or_insert(0) += f["counts"][0].as_u64().unwrap();
     }
     out
+}
+
+/// The page's and the CLI's self samples per function are the same; else the functions that
+/// differ.
+fn same_counts(page: &BTreeMap<String, u64>, cli: &BTreeMap<String, u64>, what: &str) {
+    let differ: Vec<(&String, Option<&u64>, Option<&u64>)> = page
+        .keys()
+        .chain(cli.keys())
+        .filter(|k| page.get(*k) != cli.get(*k))
+        .map(|k| (k, page.get(k), cli.get(k)))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{what}: page against --time (function, page, CLI): {differ:?}"
+    );
+    assert!(!page.is_empty(), "{what}: samples in the window");
 }
 
 fn layout_ok(result: &Value, what: &str) {
@@ -187,14 +210,16 @@ fn report_html_viewer_two_phases_in_chromium() {
         "the busiest thread's track is drawn: {threads:?}"
     );
     assert!(
-        threads
-            .iter()
-            .any(|t| t["label"].as_str().unwrap().starts_with("phases ")),
+        threads.iter().any(|t| t["label"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{WORKLOAD} "))),
         "the workload has a track: {threads:?}"
     );
 
     let drags = result["drags"].as_array().unwrap();
-    for (drag, phase) in drags.iter().zip(["phases:phase_a", "phases:phase_b"]) {
+    let (phase_a, phase_b) = (format!("{WORKLOAD}:phase_a"), format!("{WORKLOAD}:phase_b"));
+    for (drag, phase) in drags.iter().zip([&phase_a, &phase_b]) {
         let window = &drag["window"];
         let (start, end, width) = (
             window["start"].as_u64().unwrap(),
@@ -221,25 +246,28 @@ fn report_html_viewer_two_phases_in_chromium() {
             .iter()
             .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
             .collect();
-        let cli = cli_window(dir, start, end, true);
-        assert_eq!(page_counts, cli, "window {label}: page against --time");
+        same_counts(&page_counts, &cli_window(dir, start, end, true), label);
         // The machine may be busy with other work (the capture is system-wide): the phase
         // is judged within the workload.
         let top = page_counts
             .iter()
-            .filter(|(k, _)| k.starts_with("phases:"))
+            .filter(|(k, _)| k.starts_with(&format!("{WORKLOAD}:")))
             .max_by_key(|(_, n)| **n)
             .unwrap()
             .0;
         assert_eq!(top, phase, "the workload's top function in {label}");
-        let other = if phase.ends_with('a') {
-            "phases:phase_b"
+        let other = if phase == &phase_a {
+            &phase_b
         } else {
-            "phases:phase_a"
+            &phase_a
         };
+        let (mine, theirs) = (
+            page_counts[phase],
+            page_counts.get(other).copied().unwrap_or(0),
+        );
         assert!(
-            page_counts[phase] > 4 * page_counts.get(other).copied().unwrap_or(0),
-            "{phase} dominates {label}: {page_counts:?}"
+            mine > 4 * theirs,
+            "{phase} dominates {label}: {mine} against {other} {theirs}"
         );
     }
 
@@ -256,9 +284,74 @@ fn report_html_viewer_two_phases_in_chromium() {
         .iter()
         .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
         .collect();
-    assert_eq!(
-        page_counts,
-        cli_window(dir, start, end, false),
-        "idle included: page against --time"
+    same_counts(
+        &page_counts,
+        &cli_window(dir, start, end, false),
+        "idle included",
+    );
+}
+
+/// An agent capture of the two-phase program (its manifest names the command's pid): the
+/// timeline marks the workload's start before its exit, both within the capture, and draws
+/// the workload's thread.
+#[test]
+fn report_html_viewer_agent_capture_marks_workload() {
+    let p = phases::Phases::build();
+    let out = Command::new(crate::remote_support::agent_binary())
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "-g",
+            "-F",
+            "1000",
+            "--mmap-pages",
+            "1024",
+        ])
+        .arg("-o")
+        .arg(p.path().join("captures"))
+        .args(["--", "./phases", "0.5"])
+        .current_dir(p.path())
+        .output()
+        .expect("kprof-agent runs (as root)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let archive = stdout.lines().last().expect("the archive path");
+    kprofctl_ok(
+        &[
+            "report",
+            archive,
+            "--symbols",
+            ".",
+            "--format",
+            "html",
+            "-o",
+            "report.html",
+        ],
+        p.path(),
+    );
+    let page = p.path().join("report.html");
+    let shot = shots_dir().join("viewer-agent-capture.png");
+    let dom = crate::render_support::chromium::chromium(&page, &shot, p.path());
+    let left = |kind: &str| -> f64 {
+        let at = dom
+            .find(&format!("class=\"marker {kind}\""))
+            .unwrap_or_else(|| panic!("no {kind} marker"));
+        let style = &dom[at..];
+        let style = &style[style.find("left: ").expect("a position") + 6..];
+        style[..style.find("px").unwrap()].parse().unwrap()
+    };
+    let (start, exit) = (left("start"), left("exit"));
+    assert!(
+        0.0 <= start && start < exit,
+        "start at {start} px, exit at {exit} px"
+    );
+    assert!(
+        dom.contains("data-thread=") && dom.contains(">phases "),
+        "the workload's thread has a track"
     );
 }

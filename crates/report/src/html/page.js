@@ -708,6 +708,31 @@
     }
   }
 
+  // ---- the images table (written by kprofctl): sort by a header, numbers by data-v ----
+  (function () {
+    var table = $("images-table");
+    if (!table) return;
+    var heads = table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.addEventListener("click", function () {
+        var desc = !th.classList.contains("desc");
+        Array.prototype.forEach.call(heads, function (h) { h.classList.remove("asc", "desc"); });
+        th.classList.add(desc ? "desc" : "asc");
+        var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+        var key = function (row) {
+          var v = row.cells[col].getAttribute("data-v");
+          return v === null ? row.cells[col].textContent.toLowerCase() : parseFloat(v);
+        };
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          var c = typeof x === "number" ? x - y : String(x).localeCompare(String(y));
+          return desc ? -c : c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  })();
+
   // ---- tabs, idle toggle, refresh ----
   function showTab(name) {
     state.tab = name;
