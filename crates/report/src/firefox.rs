@@ -39,6 +39,16 @@ pub fn write(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     Ok(())
 }
 
+/// [`write`], gzip-compressed: the profiler opens `.json.gz` files as they are, and a
+/// profile of a million samples shrinks about tenfold.
+pub fn write_gzip(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+    write(p, &mut gz)?;
+    gz.finish()
+        .map_err(Error::writing("compressing the Firefox profile"))?;
+    Ok(())
+}
+
 /// Whether an event counts something a PMU counts (cycles, cache misses, raw events)
 /// rather than a kernel software event or a tracepoint, by perf's names of those.
 pub fn is_hardware_event(name: &str) -> bool {
@@ -421,6 +431,26 @@ mod tests {
             .map(|v| v.as_u64().unwrap())
             .collect();
         assert_eq!(ops, vec![2, 1, 1]);
+    }
+
+    /// The gzip form decompresses to the same JSON as the plain one.
+    #[test]
+    fn write_gzip_firefox_fixture_same_json() {
+        let mut p = fixture::profile();
+        p.samples = vec![Sample {
+            time: 5,
+            stack: 1,
+            event: 0,
+            cpu: 1,
+            period: 1000,
+        }];
+        let (mut plain, mut gz) = (Vec::new(), Vec::new());
+        write(&p, &mut plain).unwrap();
+        write_gzip(&p, &mut gz).unwrap();
+        assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut back).unwrap();
+        assert_eq!(back, plain);
     }
 
     /// A profile without events is refused, not written empty.

@@ -28,7 +28,8 @@ pub enum Format {
     /// Gzipped pprof profile.proto (Pyroscope, Parca, `go tool pprof`).
     Pprof,
     /// Firefox Profiler processed-format JSON (profiler.firefox.com, "Load a profile from
-    /// file"): thread and CPU tracks over time, markers, a counter per hardware event.
+    /// file"): thread and CPU tracks over time, markers, a counter per hardware event;
+    /// gzipped when the -o file ends in .gz.
     Firefox,
 }
 
@@ -339,6 +340,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
         Format::Collapsed => render::collapsed::write(p, &mut out)?,
         Format::Pprof => render::pprof::write(p, &mut out)?,
+        // The profiler opens gzipped files as they are.
+        Format::Firefox
+            if args
+                .output
+                .as_ref()
+                .is_some_and(|o| o.extension() == Some("gz".as_ref())) =>
+        {
+            render::firefox::write_gzip(p, &mut out)?
+        }
         Format::Firefox => render::firefox::write(p, &mut out)?,
     }
     out.flush().context("writing the report")?;

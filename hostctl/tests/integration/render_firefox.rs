@@ -87,7 +87,7 @@ fn perf_threads(perf_data: &std::path::Path) -> BTreeMap<(String, String), u64> 
 /// frame and func tables); thread names and sample counts equal perf script's; stacks of
 /// `function [image] file:line` labels with phase_a on top of the first half and phase_b
 /// of the second; a CPU track per CPU holding every sample; no counter track for a
-/// capture of software events only.
+/// capture of software events only; `-o fx.json.gz` writes the same profile gzipped.
 #[test]
 fn render_firefox_perf_capture_threads_stacks_cpus() {
     let p = phases::recorded();
@@ -155,6 +155,27 @@ fn render_firefox_perf_capture_threads_stacks_cpus() {
         0,
         "cpu-clock is a software event: no counter track"
     );
+    kprofctl_ok(
+        &[
+            "report",
+            "perf.data",
+            "--symbols",
+            ".",
+            "--format",
+            "firefox",
+            "-o",
+            "fx.json.gz",
+        ],
+        p.path(),
+    );
+    let unzipped = Command::new("gzip")
+        .args(["-dc", "fx.json.gz"])
+        .current_dir(p.path())
+        .output()
+        .expect("gzip runs");
+    assert!(unzipped.status.success(), "-o *.gz writes gzip");
+    let again: Value = serde_json::from_slice(&unzipped.stdout).unwrap();
+    assert_eq!(again, fx, "the same profile, gzipped");
 }
 
 /// `kprof-agent record -e cpu-clock -g OPTIONS -o captures -- ./phases SECONDS` in `dir`:
