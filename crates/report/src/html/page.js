@@ -769,7 +769,7 @@
     renderSource();
     if (state.tab === "flamegraph") drawFlame();
     if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " samples";
-    $("idle-note").textContent = idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle samples left out, as in the text summary)" : "";
+    $("idle-note").textContent = idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle sample" + (idleSamples === 1 ? "" : "s") + " left out, as in the text summary)" : "";
     if (!document.body.hasAttribute("data-ready")) performance.mark("kprof-views-ready");
     document.body.setAttribute("data-ready", "1");
   }
