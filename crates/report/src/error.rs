@@ -51,18 +51,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// The message and those of its causes, `: `-separated, as `anyhow` shows `{:#}`.
-    pub(crate) fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(err) = cause {
-            text.push_str(": ");
-            text.push_str(&err.to_string());
-            cause = err.source();
-        }
-        text
-    }
-
     /// Wraps an I/O error with what was being written.
     pub(crate) fn writing(what: &'static str) -> impl FnOnce(io::Error) -> Error {
         move |source| Error::Write { what, source }
@@ -73,21 +61,33 @@ impl Error {
 mod tests {
     use super::*;
 
+    /// The message and those of its causes, `: `-separated, as `anyhow` shows `{:#}`.
+    fn chain(err: &Error) -> String {
+        let mut text = err.to_string();
+        let mut cause = std::error::Error::source(err);
+        while let Some(e) = cause {
+            text.push_str(": ");
+            text.push_str(&e.to_string());
+            cause = e.source();
+        }
+        text
+    }
+
     /// A write failure shows what was written and why, as `anyhow`'s `{:#}` would.
     #[test]
     fn chain_error_write_names_what_and_cause() {
         let err = Error::writing("drawing the flamegraph")(io::Error::other("disk full"));
         assert_eq!(err.to_string(), "drawing the flamegraph");
-        assert_eq!(err.chain(), "drawing the flamegraph: disk full");
+        assert_eq!(chain(&err), "drawing the flamegraph: disk full");
     }
 
     /// An error without a cause is its message alone.
     #[test]
     fn chain_error_no_events_message_only() {
-        assert_eq!(Error::NoEvents.chain(), "the profile has no sampled events");
+        assert_eq!(chain(&Error::NoEvents), "the profile has no sampled events");
         let err = Error::NoSuchEvent { event: 3, count: 2 };
         assert_eq!(
-            err.chain(),
+            chain(&err),
             "event #3 does not exist: the profile has 2 event(s)"
         );
     }

@@ -16,6 +16,7 @@ mod render_html;
 mod render_pprof;
 mod render_support;
 mod render_svg;
+mod render_viewer;
 mod report_common;
 mod report_errors;
 mod report_events;

@@ -231,6 +231,10 @@ impl Hasher for IdHasher {
         self.write_u64(n as u64);
     }
 
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
     fn write_u8(&mut self, n: u8) {
         self.write_u64(u64::from(n));
     }

@@ -50,7 +50,16 @@ fn annotation() -> Annotation {
     }
 }
 
-/// Every section is on the page and the hottest self function heads the functions table.
+/// The page's embedded data, parsed.
+fn data_of(html: &str) -> serde_json::Value {
+    let open = "id=\"kprof-data\">";
+    let at = html.find(open).expect("the data element") + open.len();
+    let text = &html[at..];
+    serde_json::from_str(&text[..text.find("</script>").unwrap()]).expect("the data is JSON")
+}
+
+/// Every section is on the page, the header carries capture facts and warnings, and the data
+/// names every function with markup escaped.
 #[test]
 fn write_html_fixture_has_every_section() {
     let mut profile = fixture::profile();
@@ -62,6 +71,7 @@ fn write_html_fixture_has_every_section() {
     assert!(html.contains("capture <code>run-1.kprof.tar.gz</code>"));
     assert!(html.contains("3 samples lost"));
     for id in [
+        "timeline",
         "images",
         "functions",
         "flamegraph",
@@ -74,68 +84,48 @@ fn write_html_fixture_has_every_section() {
             "section {id} missing"
         );
     }
-    let first_row = first_body_row(&html, "functions-table");
-    assert!(first_row.contains(">compute<"), "{first_row}");
-    assert!(
-        first_row.contains(">70<") && first_row.contains("70.00%"),
-        "{first_row}"
-    );
+    // The header and the timeline come before the views.
+    assert!(html.find("id=\"timeline\"") < html.find("id=\"functions\""));
     // Symbol status of every image is spelled out.
     assert!(html.contains("kallsyms fallback"));
     assert!(html.contains("no symbols</span>: no file with build-id 9 found"));
     assert!(html.contains("build-id match</span> <code>/build/linux/vmlinux</code>"));
-    // Markup in names is escaped.
-    assert!(html.contains("hot_loop&lt;int&gt;"));
+    // Markup in names is escaped: the data has it as a JSON escape, never raw.
     assert!(!html.contains("hot_loop<int>"));
+    let data = data_of(&html);
+    let names = data["functions"]["name"].as_array().unwrap();
+    assert_eq!(names.len(), 12);
+    assert!(names.iter().any(|n| n == "hot_loop<int>"));
+    // No per-sample times in the fixture: no bins.
+    assert_eq!(data["time"]["count"], 0);
 }
 
-/// The page references nothing outside itself: no http(s) URL but SVG/XLink namespace names,
-/// no stylesheet or script links, and the flamegraph is a `data:` URL.
+/// The page references nothing outside itself: no URL, no stylesheet or script links.
 #[test]
 fn write_html_fixture_is_self_contained() {
     let html = page(Some(&annotation()));
-    let mut texts = vec![html.clone()];
-    for part in html.split("src=\"data:image/svg+xml;base64,").skip(1) {
-        let b64 = &part[..part.find('"').unwrap()];
-        texts.push(String::from_utf8(decode_base64(b64)).unwrap());
-    }
-    assert_eq!(texts.len(), 3, "one flamegraph per event");
-    for text in &texts {
-        // Namespace names identify XML vocabularies; browsers never fetch them.
-        for (at, _) in text.match_indices("://") {
-            let before = &text[..at];
-            let attr_start = before.rfind(' ').unwrap_or(0);
-            let attr = &before[attr_start..];
-            assert!(
-                attr.starts_with(" xmlns") && attr.ends_with("=\"http"),
-                "URL outside a namespace declaration: {}",
-                &text[attr_start..(at + 40).min(text.len())]
-            );
-        }
-        assert!(!text.contains("<link"), "a <link> element");
-        assert!(!text.contains("<script src"), "an external script");
-    }
-    assert!(texts[1].contains("cpu-clock flamegraph"));
-    assert!(texts[2].contains("page-faults flamegraph"));
+    assert!(!html.contains("://"), "a URL in the page");
+    assert!(!html.contains("<link"), "a <link> element");
+    assert!(!html.contains("<script src"), "an external script");
+    assert!(!html.contains("<iframe"), "an iframe");
 }
 
-/// The annotation is listed per file with its per-line samples, the hottest line highlighted
-/// and percentages of the function's own samples.
+/// The annotation's rows are in the data; Chromium draws them per file with their samples,
+/// the hottest line highlighted and percentages of the function's own samples.
 #[test]
-fn write_html_annotation_lists_lines_and_instructions() {
-    let html = page(Some(&annotation()));
-    let listing = &html[html
+fn render_html_chromium_annotation_lists_lines_and_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    std::fs::write(&path, page(Some(&annotation()))).unwrap();
+    let dom = chromium(&path, &dir.path().join("a.png"), dir.path());
+    let listing = &dom[dom
         .find("<h3><code>app:compute</code></h3>")
         .expect("heading")..];
     assert!(listing.contains("70 samples of cpu-clock in the function itself"));
     assert!(listing.contains("Source lines") && listing.contains("Disassembly"));
     assert!(listing.contains("source /src/app/other.c not found"));
-    let files: Vec<&str> = listing
-        .match_indices("<tr class=\"file\">")
-        .map(|(i, _)| &listing[i..i + 120])
-        .collect();
-    assert_eq!(files.len(), 2, "one heading per file");
-    assert!(files[1].contains("/src/app/compute.h"));
+    let files = listing.matches("<tr class=\"file\">").count();
+    assert_eq!(files, 2, "one heading per file");
     let hot = &listing[listing.find("<tr class=\"hot\">").unwrap()..];
     let hot = &hot[..hot.find("</tr>").unwrap()];
     assert!(
@@ -146,14 +136,19 @@ fn write_html_annotation_lists_lines_and_instructions() {
     assert!(warm[..warm.find("</tr>").unwrap()].contains("return acc;"));
     let asm = &listing[listing.find("Disassembly").unwrap()..];
     assert!(asm.contains(">1230<") && asm.contains("add %eax,%ebx") && asm.contains("; line 5"));
-    let page = page(None);
-    assert!(page.contains("No function was annotated"));
+    let path = dir.path().join("plain.html");
+    std::fs::write(&path, page(None)).unwrap();
+    let dom = chromium(&path, &dir.path().join("b.png"), dir.path());
+    assert!(dom.contains("No function was annotated"));
 }
 
 /// The hottest source line comes from the innermost inline frame.
 #[test]
-fn write_html_hot_lines_use_innermost_frame() {
-    let html = page(None);
+fn render_html_chromium_hot_lines_use_innermost_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    std::fs::write(&path, page(None)).unwrap();
+    let html = chromium(&path, &dir.path().join("a.png"), dir.path());
     let first = first_body_row(&html, "lines-table");
     assert!(first.contains("/src/app/compute.h:5"), "{first}");
     assert!(first.contains("hot_loop&lt;int&gt;"), "{first}");
@@ -186,29 +181,33 @@ fn render_html_chromium_shows_top_function() {
     );
 }
 
-/// The page's script sorts tables: a `#sort=` link sorts the functions by rank, descending,
-/// and by name, ascending.
+/// The page's script sorts the functions table: a `#sort=` link sorts it by rank,
+/// descending, and by name, ascending.
 #[test]
 fn render_html_chromium_sorts_functions_table() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.html");
     std::fs::write(&path, page(None)).unwrap();
     let shot = dir.path().join("sorted.png");
-    let url = format!("file://{}#sort=functions-table:0", path.display());
+    let url = format!("file://{}#sort=0", path.display());
     let dom = chromium_url(&url, &shot, dir.path());
     let row = first_body_row(&dom, "functions-table");
-    assert!(row.contains("data-v=\"12\">12<"), "last rank first: {row}");
+    assert!(
+        row.starts_with("<tbody><tr><td class=\"n\">12</td>"),
+        "last rank first: {row}"
+    );
 
-    let url = format!("file://{}#sort=functions-table:1:asc", path.display());
+    let url = format!("file://{}#sort=1:asc", path.display());
     let dom = chromium_url(&url, &shot, dir.path());
     let table = &dom[dom.find("id=\"functions-table\"").unwrap()..];
     let table = &table[..table.find("</table>").unwrap()];
     // Column 1 of each row: the first `fn` cell after the rank cell.
     let names: Vec<String> = table
         .split("<tr>")
-        .skip(2)
+        .skip(1)
         .filter_map(|row| {
-            let cell = &row[row.find("<td class=\"fn\">")? + 15..];
+            let cell = &row[row.find("<td class=\"fn\"")?..];
+            let cell = &cell[cell.find('>')? + 1..];
             Some(cell[..cell.find('<')?].to_lowercase())
         })
         .filter(|name| name.starts_with(|c: char| c.is_ascii_alphabetic()))
@@ -226,11 +225,72 @@ fn first_body_row<'a>(html: &'a str, id: &str) -> &'a str {
     &body[..body.find("</tr>").expect("a row")]
 }
 
-fn decode_base64(s: &str) -> Vec<u8> {
+/// The varints of a packed array (html/pack.rs).
+fn unpack(b64: &serde_json::Value) -> Vec<u64> {
     use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .expect("base64")
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.as_str().expect("a packed array is a string"))
+        .expect("base64");
+    let mut out = Vec::new();
+    let (mut n, mut shift) = (0u64, 0);
+    for b in bytes {
+        n |= u64::from(b & 0x7f) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            out.push(n);
+            (n, shift) = (0, 0);
+        }
+    }
+    out
+}
+
+/// On a real capture, the per-bin stack counts of every event add up, stack by stack, to the
+/// whole capture's counts: a window of all bins is the whole capture, and no sample is lost
+/// or counted twice between bins.
+#[test]
+fn write_html_real_capture_bins_sum_to_stack_counts() {
+    let (_, profile) = capture::shared();
+    assert!(
+        !profile.samples.is_empty(),
+        "the capture has per-sample times"
+    );
+    let mut html = Vec::new();
+    write(profile, None, &mut html).unwrap();
+    let data = data_of(&String::from_utf8(html).unwrap());
+    let time = &data["time"];
+    let bins = time["count"].as_u64().unwrap();
+    assert!(bins > 10 && bins <= data::MAX_BINS, "{bins} bins");
+    assert!(time["width"].as_u64().unwrap() * bins > profile.samples.last().unwrap().time);
+    let stacks = data["stacks"]["n"].as_u64().unwrap() as usize;
+    for (e, event) in time["events"].as_array().unwrap().iter().enumerate() {
+        let (runs, ids, counts) = (
+            unpack(&event["bin"]),
+            unpack(&event["stack"]),
+            unpack(&event["count"]),
+        );
+        let mut sums = vec![0u64; stacks];
+        let (mut bin, mut stack) = (0, 0);
+        for ((db, ds), c) in runs.iter().zip(&ids).zip(&counts) {
+            if *db != 0 {
+                (bin, stack) = (bin + db, 0);
+            }
+            stack += ds;
+            assert!(bin < bins);
+            sums[stack as usize] += c;
+        }
+        assert_eq!(sums, unpack(&data["stacks"]["counts"][e]), "event {e}");
+        assert_eq!(sums.iter().sum::<u64>(), profile.events[e].total_samples);
+    }
+    // One CPU track per CPU that sampled (none when perf did not record CPUs).
+    let mut cpus: Vec<u32> = profile
+        .samples
+        .iter()
+        .map(|s| s.cpu)
+        .filter(|&c| c != u32::MAX)
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    assert_eq!(time["cpus"].as_array().unwrap().len(), cpus.len());
 }
 
 /// On a real `perf record -g` capture of a C program, the page's top function is the one
@@ -280,7 +340,7 @@ fn render_html_real_capture_matches_perf_report() {
         perf_top[0].1
     );
 
-    let listing = &html[html
+    let listing = &dom[dom
         .find("<h3><code>prog:spin</code></h3>")
         .expect("annotation")..];
     let hot = &listing[listing.find("<tr class=\"hot\">").expect("a hot line")..];
@@ -297,4 +357,99 @@ fn render_html_real_capture_matches_perf_report() {
         std::fs::copy(&shot, &keep).unwrap();
         std::fs::copy(&path, std::path::Path::new(&keep).with_extension("html")).unwrap();
     }
+}
+
+/// The fixture with sample times over 1 s: `compute` (stack 0) alone on CPU 0 for the first
+/// 0.6 s, the other stacks after it on CPU 1; page-faults samples alongside; workload
+/// start/exit and a lost-samples marker.
+fn timed_fixture() -> Profile {
+    use kprof_symbols::profile::{Marker, MarkerKind, Sample};
+    let mut profile = fixture::profile();
+    let mut samples = Vec::new();
+    let mut at = 0u64;
+    for (stack, counts) in profile.stacks.iter().enumerate() {
+        let cpu = u32::from(stack != 0);
+        for _ in 0..counts.counts[0] {
+            samples.push(Sample {
+                time: at,
+                stack: stack as u32,
+                event: 0,
+                cpu,
+                period: 1_000_000,
+            });
+            at += 10_000_000;
+        }
+        for k in 0..counts.counts[1] {
+            samples.push(Sample {
+                time: at.saturating_sub(1 + k),
+                stack: stack as u32,
+                event: 1,
+                cpu,
+                period: 1,
+            });
+        }
+    }
+    samples.sort_by_key(|s| s.time);
+    profile.samples = samples;
+    profile.meta.duration_ns = 1_000_000_000;
+    profile.meta.markers = vec![
+        Marker {
+            time: 0,
+            kind: MarkerKind::WorkloadStart,
+        },
+        Marker {
+            time: 500_000_000,
+            kind: MarkerKind::Lost { samples: 7 },
+        },
+        Marker {
+            time: 999_000_000,
+            kind: MarkerKind::WorkloadExit,
+        },
+    ];
+    profile
+}
+
+/// A page with sample times draws one track per CPU and every marker, and a `#window=` link
+/// (as the range selection writes it) restricts the functions table to that window.
+#[test]
+fn render_html_chromium_window_link_filters_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    let mut html = Vec::new();
+    write(&timed_fixture(), None, &mut html).unwrap();
+    std::fs::write(&path, html).unwrap();
+
+    let shot = dir.path().join("whole.png");
+    let dom = chromium(&path, &shot, dir.path());
+    assert_eq!(
+        dom.matches("class=\"track cpu\"").count(),
+        2,
+        "one track per CPU"
+    );
+    for kind in ["start", "exit", "lost"] {
+        assert!(
+            dom.contains(&format!("class=\"marker {kind}\"")),
+            "{kind} marker"
+        );
+    }
+    let row = first_body_row(&dom, "functions-table");
+    assert!(row.contains(">compute<") && row.contains(">70<"), "{row}");
+
+    let url = format!("file://{}#window=0.000000000..0.600000000", path.display());
+    let dom = chromium_url(&url, &shot, dir.path());
+    assert!(
+        dom.contains("Window 0.000000000 s .. 0.600000000 s"),
+        "the window's bounds are shown"
+    );
+    let table = &dom[dom.find("id=\"functions-table\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let row = first_body_row(&dom, "functions-table");
+    assert!(
+        row.contains(">compute<") && row.contains(">60<") && row.contains("100.00%"),
+        "only compute's first 60 samples: {row}"
+    );
+    assert!(
+        !table.contains(">mychardrv_checksum<"),
+        "the driver ran after the window"
+    );
 }

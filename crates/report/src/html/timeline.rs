@@ -1,0 +1,255 @@
+//! Time bins for the page's timeline and range selection.
+//!
+//! Bin `i` covers `[i * width, (i + 1) * width)` ns since capture start, the half-open window
+//! `kprofctl report --time` takes, so a selection snapped to bin edges sums to exactly the
+//! counts `--time` prints for those bounds.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use kprof_symbols::profile::{MarkerKind, Profile};
+use serde_json::{json, Value};
+
+use super::model::IdHasher;
+use super::pack::Packed;
+
+/// Capture length in ns: the last record, or the last sample if that is later.
+pub fn duration(profile: &Profile) -> u64 {
+    let last = profile.samples.last().map_or(0, |s| s.time);
+    profile.meta.duration_ns.max(last)
+}
+
+/// (time, kind, label) of every marker: kind is the page's CSS class.
+pub fn markers(profile: &Profile) -> Vec<(u64, &'static str, String)> {
+    profile
+        .meta
+        .markers
+        .iter()
+        .map(|m| match &m.kind {
+            MarkerKind::WorkloadStart => (m.time, "start", "workload start".to_owned()),
+            MarkerKind::WorkloadExit => (m.time, "exit", "workload exit".to_owned()),
+            MarkerKind::Lost { samples } => (m.time, "lost", format!("{samples} samples lost")),
+            MarkerKind::Throttled => (m.time, "throttled", "event throttled".to_owned()),
+        })
+        .collect()
+}
+
+/// The smallest 1-2-5 step of ns that covers `duration` (inclusive) in at most `max` bins.
+pub fn bin_width(duration: u64, max: u64) -> u64 {
+    let mut decade = 1u64;
+    loop {
+        for step in [1, 2, 5] {
+            let width = decade * step;
+            if duration / width < max {
+                return width;
+            }
+        }
+        decade *= 10;
+    }
+}
+
+/// Samples per key, with the integer hasher of the call tree.
+type Counts<K> = HashMap<K, u64, BuildHasherDefault<IdHasher>>;
+
+/// The entries of `counts` in key order.
+fn sorted<K: Ord>(counts: Counts<K>) -> Vec<(K, u64)> {
+    let mut v: Vec<(K, u64)> = counts.into_iter().collect();
+    v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// Per-bin data, all of it sparse.
+#[derive(Debug, Default)]
+pub struct Bins {
+    width: u64,
+    count: u64,
+    duration: u64,
+    /// Per event: bin of each run, page stack, count.
+    events: Vec<(Packed, Packed, Packed)>,
+    /// Per event, every bin: summed periods (the event's count), all threads.
+    periods: Vec<Vec<u64>>,
+    /// Per CPU seen: (cpu, bins, dominant non-idle command, non-idle samples, all samples),
+    /// first event only.
+    cpus: Vec<(u32, Packed, Packed, Packed, Packed)>,
+    /// Per thread with samples, busiest first: (thread, bins, samples), first event only.
+    threads: Vec<(usize, Packed, Packed)>,
+    markers: Vec<(u64, &'static str, String)>,
+}
+
+impl Bins {
+    /// Bins of the profile's samples, with `page_of` mapping profile stacks to the page's
+    /// merged stacks.
+    pub fn build(profile: &Profile, page_of: &[u32], thread_comm: &[usize]) -> Bins {
+        let duration = duration(profile);
+        let markers = markers(profile);
+        if profile.samples.is_empty() {
+            return Bins {
+                duration,
+                markers,
+                ..Bins::default()
+            };
+        }
+        let width = bin_width(duration, super::data::MAX_BINS);
+        let count = duration / width + 1;
+        let nev = profile.events.len();
+        // Samples counted per distinct key as they stream by: memory follows the (bin, stack),
+        // (CPU, bin, command) and (thread, bin) pairs, not the samples.
+        let mut per_event: Vec<Counts<u64>> = vec![Counts::default(); nev];
+        let mut periods = vec![vec![0u64; count as usize]; nev];
+        let mut per_cpu: Counts<(u32, u64, u32)> = Counts::default();
+        let mut per_thread: Counts<(u32, u64)> = Counts::default();
+        let idle_comm = u32::MAX;
+        for s in &profile.samples {
+            let stack_index = s.stack as usize;
+            let event = s.event as usize;
+            let (Some(&page), Some(stack)) =
+                (page_of.get(stack_index), profile.stacks.get(stack_index))
+            else {
+                continue;
+            };
+            let bin = (s.time / width).min(count - 1);
+            if let Some(list) = per_event.get_mut(event) {
+                *list.entry(bin << 32 | u64::from(page)).or_default() += 1;
+                periods[event][bin as usize] += s.period;
+            }
+            if event != 0 {
+                continue;
+            }
+            let idle = profile.threads.get(stack.thread).is_none_or(|t| t.pid == 0);
+            let comm = if idle {
+                idle_comm
+            } else {
+                thread_comm.get(stack.thread).copied().unwrap_or(0) as u32
+            };
+            if s.cpu != u32::MAX {
+                *per_cpu.entry((s.cpu, bin, comm)).or_default() += 1;
+            }
+            *per_thread.entry((stack.thread as u32, bin)).or_default() += 1;
+        }
+
+        let events = per_event
+            .into_iter()
+            .map(|keys| {
+                let keys = sorted(keys);
+                let (mut bins, mut stacks, mut counts) =
+                    (Packed::default(), Packed::default(), Packed::default());
+                let (mut last_bin, mut last_stack) = (0u64, 0u64);
+                for &(key, n) in &keys {
+                    let (bin, stack) = (key >> 32, key & 0xffff_ffff);
+                    if bin != last_bin {
+                        last_stack = 0;
+                    }
+                    // Bins as deltas from the previous run, stacks as deltas within a bin.
+                    bins.push(bin - last_bin);
+                    stacks.push(stack - last_stack);
+                    counts.push(n);
+                    (last_bin, last_stack) = (bin, stack);
+                }
+                (bins, stacks, counts)
+            })
+            .collect();
+
+        let per_cpu = sorted(per_cpu);
+        let mut cpus: Vec<(u32, Packed, Packed, Packed, Packed)> = Vec::new();
+        for cpu_runs in per_cpu.chunk_by(|a, b| a.0 .0 == b.0 .0) {
+            let mut entry = (
+                cpu_runs[0].0 .0,
+                Packed::default(),
+                Packed::default(),
+                Packed::default(),
+                Packed::default(),
+            );
+            let mut last_bin = 0;
+            for bin_runs in cpu_runs.chunk_by(|a, b| a.0 .1 == b.0 .1) {
+                let bin = bin_runs[0].0 .1;
+                let mut best = (0u64, idle_comm);
+                let mut busy = 0;
+                for &((_, _, comm), n) in bin_runs {
+                    if comm == idle_comm {
+                        continue;
+                    }
+                    busy += n;
+                    if n > best.0 {
+                        best = (n, comm);
+                    }
+                }
+                entry.1.push(bin - last_bin);
+                last_bin = bin;
+                entry.2.push_signed(if best.1 == idle_comm {
+                    -1
+                } else {
+                    i64::from(best.1)
+                });
+                entry.3.push(busy);
+                entry.4.push(bin_runs.iter().map(|r| r.1).sum());
+            }
+            cpus.push(entry);
+        }
+
+        let per_thread = sorted(per_thread);
+        let mut threads: Vec<(usize, u64, Packed, Packed)> = per_thread
+            .chunk_by(|a, b| a.0 .0 == b.0 .0)
+            .map(|runs| {
+                let (mut bins, mut counts) = (Packed::default(), Packed::default());
+                let mut last = 0;
+                for &((_, bin), n) in runs {
+                    bins.push(bin - last);
+                    last = bin;
+                    counts.push(n);
+                }
+                let total = runs.iter().map(|r| r.1).sum();
+                (runs[0].0 .0 as usize, total, bins, counts)
+            })
+            .collect();
+        threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Bins {
+            width,
+            count,
+            duration,
+            events,
+            periods,
+            cpus,
+            threads: threads.into_iter().map(|(t, _, b, c)| (t, b, c)).collect(),
+            markers,
+        }
+    }
+
+    /// The page's `time` object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "width": self.width,
+            "count": self.count,
+            "duration": self.duration,
+            "events": self.events.iter().map(|(b, s, c)| json!({
+                "n": b.len(), "bin": b.finish(), "stack": s.finish(), "count": c.finish(),
+            })).collect::<Vec<_>>(),
+            "periods": self.periods.iter().map(|p| p.iter().copied().collect::<Packed>().finish()).collect::<Vec<_>>(),
+            "cpus": self.cpus.iter().map(|(cpu, b, comm, busy, all)| json!({
+                "cpu": cpu, "n": b.len(), "bin": b.finish(), "comm": comm.finish(),
+                "busy": busy.finish(), "all": all.finish(),
+            })).collect::<Vec<_>>(),
+            "threads": self.threads.iter().map(|(t, b, c)| json!({
+                "thread": t, "n": b.len(), "bin": b.finish(), "count": c.finish(),
+            })).collect::<Vec<_>>(),
+            "markers": self.markers.iter().map(|(t, k, l)| json!([t, k, l])).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Widths step 1-2-5 and never leave more than the maximum of bins.
+    #[test]
+    fn bin_width_steps_1_2_5() {
+        assert_eq!(bin_width(0, 1000), 1);
+        assert_eq!(bin_width(999, 1000), 1);
+        assert_eq!(bin_width(1000, 1000), 2);
+        assert_eq!(bin_width(2_000_000_000, 1000), 5_000_000);
+        assert_eq!(bin_width(1_999_999_999, 1000), 2_000_000);
+        for d in [1, 17, 4_999, 123_456_789, 12_000_000_000] {
+            assert!(d / bin_width(d, 1000) < 1000, "{d}");
+        }
+    }
+}
