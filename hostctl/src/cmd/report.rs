@@ -335,7 +335,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 Some(f) => annotate_all(&projected, &all, &f)?,
                 None => Vec::new(),
             };
-            render::html::write(p, anns.first(), &mut out)?
+            let options = render::html::Options { ratio };
+            render::html::write_with(p, anns.first(), &options, &mut out)?
         }
         Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
         Format::Collapsed => render::collapsed::write(p, &mut out)?,
