@@ -64,7 +64,16 @@ fn base(p: &Profile) -> serde_json::Map<String, Value> {
             "arch": p.meta.arch,
             "command": p.meta.command,
             "lost_samples": p.meta.lost_samples,
+            "start_ns": p.meta.start_ns,
+            "duration_ns": p.meta.duration_ns,
         }),
+    );
+    m.insert(
+        "window".into(),
+        match &p.meta.window {
+            Some(w) => json!({"start_ns": w.start, "end_ns": w.end}),
+            None => Value::Null,
+        },
     );
     m.insert(
         "events".into(),

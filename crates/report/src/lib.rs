@@ -17,6 +17,7 @@
 pub mod collapsed;
 pub mod diff;
 mod error;
+pub mod firefox;
 pub mod flamegraph;
 pub mod html;
 pub mod json;

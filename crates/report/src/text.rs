@@ -53,10 +53,22 @@ pub fn write_functions(
     if !host.is_empty() {
         writeln!(out, "Target:  {}", host.join(" "))?;
     }
+    let scope = match &p.meta.window {
+        Some(w) => {
+            writeln!(
+                out,
+                "Window:  {} (of {:.3} s from capture start)",
+                w.describe(),
+                p.meta.duration_ns as f64 / 1e9
+            )?;
+            "in window"
+        }
+        None => "in capture",
+    };
     for (e, t) in p.events.iter().zip(&totals) {
         writeln!(
             out,
-            "Event:   {} — {} samples shown ({} in capture)",
+            "Event:   {} — {} samples shown ({} {scope})",
             e.name, t, e.total_samples
         )?;
     }

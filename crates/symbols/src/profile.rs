@@ -22,6 +22,9 @@ pub struct Profile {
     pub threads: Vec<Thread>,
     /// Merged stacks with their counts.
     pub stacks: Vec<Stack>,
+    /// Every sample counted in `stacks`, sorted by time: what the timeline and `--time`
+    /// windows are computed from. ~32 bytes each.
+    pub samples: Vec<Sample>,
     /// Anything the user must know about the result: mismatched build-ids, kallsyms fallbacks,
     /// lost samples, unreadable files. Never dropped silently.
     pub warnings: Vec<String>,
@@ -58,9 +61,83 @@ pub struct Meta {
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// Its process id, when recorded (manifest `command.pid`).
+    pub workload_pid: Option<i32>,
     /// The build trees source files are shown relative to (see [`Profile::source_path`]):
     /// the compilation directories of the symbol files used, after `source_prefix`.
     pub source_roots: Vec<String>,
+    /// Capture start as an absolute perf-clock timestamp (ns): the earliest timestamp of any
+    /// record of the perf.data, samples and side-band alike. `None` when no record has one.
+    pub start_ns: Option<u64>,
+    /// From capture start to the last timestamped record, in ns.
+    pub duration_ns: u64,
+    /// Things that happened at a point of the capture, sorted by time.
+    pub markers: Vec<Marker>,
+    /// The window the profile was restricted to ([`crate::views::time_window`]), `None`
+    /// for the whole capture.
+    pub window: Option<TimeWindow>,
+}
+
+/// A half-open window `[start, end)` of ns since capture start; `None` is an open bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// First nanosecond in the window.
+    pub start: Option<u64>,
+    /// First nanosecond after it.
+    pub end: Option<u64>,
+}
+
+impl TimeWindow {
+    /// `1.000 s .. 2.500 s`, with `start`/`end` for open bounds, as reports print it.
+    pub fn describe(&self) -> String {
+        let secs = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+        format!(
+            "{} .. {}",
+            self.start.map_or("start".into(), secs),
+            self.end.map_or("end".into(), secs)
+        )
+    }
+}
+
+/// One sample, as counted in [`Profile::stacks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// Nanoseconds since capture start ([`Meta::start_ns`]); 0 for a sample without a
+    /// timestamp.
+    pub time: u64,
+    /// Index into [`Profile::stacks`]; the thread is that stack's.
+    pub stack: u32,
+    /// Index into [`Profile::events`].
+    pub event: u32,
+    /// CPU the sample was taken on (`u32::MAX` when not recorded).
+    pub cpu: u32,
+    /// The events the sample stands for (1 when unknown, as in [`Stack::periods`]).
+    pub period: u64,
+}
+
+/// Something that happened at one time of the capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// Nanoseconds since capture start.
+    pub time: u64,
+    /// What happened.
+    pub kind: MarkerKind,
+}
+
+/// What a [`Marker`] marks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// The profiled command (manifest `command.pid`) executed.
+    WorkloadStart,
+    /// The profiled command exited.
+    WorkloadExit,
+    /// The kernel dropped samples (PERF_RECORD_LOST or PERF_RECORD_LOST_SAMPLES).
+    Lost {
+        /// How many.
+        samples: u64,
+    },
+    /// The kernel throttled an event (PERF_RECORD_THROTTLE).
+    Throttled,
 }
 
 /// A sampled event.

@@ -59,8 +59,98 @@ impl Filter {
 /// valid). Takes the profile rather than copying it: a large capture's tables are most of
 /// the report's memory.
 pub fn filtered(mut p: Profile, f: &Filter) -> Profile {
-    let stacks = std::mem::take(&mut p.stacks);
-    p.stacks = stacks.into_iter().filter(|s| f.keeps(&p, s)).collect();
+    let f = f.clone();
+    retain_stacks(&mut p, |p, s| f.keeps(p, s));
+    p
+}
+
+/// Keeps the stacks `keep` says, and the samples of those stacks (their `stack` indices
+/// renumbered): the one way stacks are dropped, so samples never point at the wrong one.
+pub fn retain_stacks(p: &mut Profile, mut keep: impl FnMut(&Profile, &Stack) -> bool) {
+    const DROPPED: u32 = u32::MAX;
+    let mut next = 0u32;
+    let new_index: Vec<u32> = p
+        .stacks
+        .iter()
+        .map(|s| {
+            if keep(p, s) {
+                next += 1;
+                next - 1
+            } else {
+                DROPPED
+            }
+        })
+        .collect();
+    let mut i = 0;
+    p.stacks.retain(|_| {
+        i += 1;
+        new_index[i - 1] != DROPPED
+    });
+    p.samples.retain_mut(|s| {
+        s.stack = new_index.get(s.stack as usize).copied().unwrap_or(DROPPED);
+        s.stack != DROPPED
+    });
+}
+
+/// The profile with only the given events, in that order; stacks and samples of no selected
+/// event are dropped.
+pub fn select_events(mut p: Profile, events: &[usize]) -> Profile {
+    let mut new_index = vec![u32::MAX; p.events.len()];
+    for (new, old) in events.iter().enumerate().rev() {
+        new_index[*old] = new as u32;
+    }
+    p.events = events.iter().map(|e| p.events[*e].clone()).collect();
+    for s in &mut p.stacks {
+        s.counts = events.iter().map(|e| s.counts[*e]).collect();
+        s.periods = events.iter().map(|e| s.periods[*e]).collect();
+    }
+    p.samples.retain_mut(|s| {
+        s.event = new_index.get(s.event as usize).copied().unwrap_or(u32::MAX);
+        s.event != u32::MAX
+    });
+    retain_stacks(&mut p, |_, s| s.counts.iter().any(|c| *c > 0));
+    p
+}
+
+/// The profile restricted to the samples with `start <= time < end` (ns since capture
+/// start, either bound open): stack counts and periods and the events' totals recomputed
+/// from those samples, stacks left without samples dropped, everything else kept. What
+/// `kprofctl report --time` applies before any view, and what a timeline selection sums.
+pub fn time_window(p: &Profile, start: Option<u64>, end: Option<u64>) -> Profile {
+    into_time_window(p.clone(), start, end)
+}
+
+/// [`time_window`] on a profile the caller gives up, without copying its tables.
+pub fn into_time_window(mut p: Profile, start: Option<u64>, end: Option<u64>) -> Profile {
+    let lo = start.unwrap_or(0);
+    let hi = end.unwrap_or(u64::MAX).max(lo);
+    // Samples are sorted by time.
+    let a = p.samples.partition_point(|s| s.time < lo);
+    let b = p.samples.partition_point(|s| s.time < hi);
+    p.samples.truncate(b);
+    p.samples.drain(..a);
+    for s in &mut p.stacks {
+        s.counts.iter_mut().for_each(|c| *c = 0);
+        s.periods.iter_mut().for_each(|c| *c = 0);
+    }
+    for e in &mut p.events {
+        e.total_samples = 0;
+        e.total_period = 0;
+    }
+    for smp in &p.samples {
+        let (st, ev) = (smp.stack as usize, smp.event as usize);
+        let (Some(stack), Some(event)) = (p.stacks.get_mut(st), p.events.get_mut(ev)) else {
+            continue;
+        };
+        if let (Some(c), Some(per)) = (stack.counts.get_mut(ev), stack.periods.get_mut(ev)) {
+            *c += 1;
+            *per = per.saturating_add(smp.period);
+        }
+        event.total_samples += 1;
+        event.total_period = event.total_period.saturating_add(smp.period);
+    }
+    retain_stacks(&mut p, |_, s| s.counts.iter().any(|c| *c > 0));
+    p.meta.window = Some(crate::profile::TimeWindow { start, end });
     p
 }
 
@@ -401,7 +491,7 @@ pub fn ratio_unknown(p: &Profile, a: usize, b: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Event, Frame, Function, Image, Stack, SymbolSource, Thread};
+    use crate::profile::{Event, Frame, Function, Image, Sample, Stack, SymbolSource, Thread};
 
     fn frame(function: usize, line: u32) -> Frame {
         Frame {
@@ -462,7 +552,7 @@ mod tests {
                 },
             ],
             warnings: Vec::new(),
-            meta: Default::default(),
+            ..Profile::default()
         };
         let idle_only = Filter {
             hide_idle: true,
@@ -479,5 +569,75 @@ mod tests {
         let sites: Vec<(u32, u64)> = caller.sites.iter().map(|s| (s.line, s.samples)).collect();
         assert_eq!(sites, vec![(10, 3), (12, 2)]);
         assert_eq!(caller.top_site().map(|s| s.line), Some(10));
+    }
+
+    /// Two stacks, one sampled at 0..5 ms and one at 5..10 ms (period 1000 each), on
+    /// events 0 and 1 alternately: the samples behind the counts of a window are known.
+    fn two_phases() -> Profile {
+        let ev = |name: &str| Event {
+            name: name.into(),
+            total_samples: 0,
+            total_period: 0,
+            period_known: true,
+        };
+        let stack = || Stack {
+            frames: Vec::new(),
+            thread: 0,
+            counts: vec![0, 0],
+            periods: vec![0, 0],
+        };
+        let mut p = Profile {
+            events: vec![ev("cpu-clock"), ev("page-faults")],
+            stacks: vec![stack(), stack()],
+            ..Profile::default()
+        };
+        for ms in 0..10u64 {
+            p.samples.push(Sample {
+                time: ms * 1_000_000,
+                stack: u32::from(ms >= 5),
+                event: (ms % 2) as u32,
+                cpu: 0,
+                period: 1000,
+            });
+        }
+        into_time_window(p, None, None)
+    }
+
+    /// A window counts exactly the samples with start <= time < end, per stack and event,
+    /// and drops the stacks it leaves empty (renumbering the samples' stacks).
+    #[test]
+    fn time_window_profile_half_open_counts() {
+        let p = two_phases();
+        assert_eq!(p.stacks[0].counts, vec![3, 2]);
+        assert_eq!(p.events[0].total_period, 5000);
+        let w = time_window(&p, Some(4_000_000), Some(7_000_000));
+        assert_eq!(w.samples.len(), 3, "4, 5 and 6 ms; 7 ms is the open end");
+        assert_eq!(w.stacks.len(), 2);
+        assert_eq!(w.stacks[0].counts, vec![1, 0]);
+        assert_eq!(w.stacks[1].counts, vec![1, 1]);
+        assert_eq!(
+            (w.events[1].total_samples, w.events[1].total_period),
+            (1, 1000)
+        );
+        let late = time_window(&p, Some(5_000_000), None);
+        assert_eq!(late.stacks.len(), 1, "the first phase's stack is dropped");
+        assert!(late.samples.iter().all(|s| s.stack == 0));
+        assert_eq!(late.stacks[0].counts, vec![2, 3]);
+        let none = time_window(&p, Some(7_000_000), Some(7_000_000));
+        assert!(none.samples.is_empty() && none.stacks.is_empty());
+    }
+
+    /// Selecting one event keeps only its samples, renumbered to the new event order.
+    #[test]
+    fn select_events_profile_samples_follow() {
+        let p = select_events(two_phases(), &[1]);
+        assert_eq!(p.events.len(), 1);
+        assert_eq!(p.samples.len(), 5);
+        assert!(p.samples.iter().all(|s| s.event == 0));
+        let again = time_window(&p, None, None);
+        assert_eq!(
+            again.stacks, p.stacks,
+            "the samples still add up to the stacks"
+        );
     }
 }

@@ -11,3 +11,4 @@ pub mod report;
 pub mod run;
 pub mod symbol_args;
 pub mod symbols;
+pub mod time_range;

@@ -1,6 +1,7 @@
 //! `kprofctl report`: symbolize a capture and show one view of it in one format.
 
 use super::symbol_args::SymbolArgs;
+use super::time_range::TimeRange;
 use crate::progress::{self, Counting};
 use anyhow::Context;
 use kprof_report as render;
@@ -26,6 +27,9 @@ pub enum Format {
     Collapsed,
     /// Gzipped pprof profile.proto (Pyroscope, Parca, `go tool pprof`).
     Pprof,
+    /// Firefox Profiler processed-format JSON (profiler.firefox.com, "Load a profile from
+    /// file"): thread and CPU tracks over time, markers, a counter per hardware event.
+    Firefox,
 }
 
 /// Arguments of `kprofctl report`.
@@ -62,6 +66,10 @@ pub struct ReportArgs {
     /// Leave out the CPUs' idle loop (pid 0, `swapper`).
     #[arg(long)]
     pub no_idle: bool,
+    /// Only samples taken in this window of seconds since capture start, START included,
+    /// END not (`1.5..3`, `..2`, `2..`; down to ns). Applies to every view and format.
+    #[arg(long, value_name = "START..END")]
+    pub time: Option<TimeRange>,
     /// Who calls FUNC, as a tree with shares (FUNC or IMAGE:FUNC).
     #[arg(long, value_name = "FUNC", group = "view")]
     pub callers: Option<String>,
@@ -186,17 +194,6 @@ fn ratio_events(p: &Profile, r: &str) -> anyhow::Result<(usize, usize)> {
     Ok((event_index(p, a)?, event_index(p, b)?))
 }
 
-/// The profile with only the given events, in that order (stacks without samples dropped).
-fn project(mut p: Profile, events: &[usize]) -> Profile {
-    p.events = events.iter().map(|e| p.events[*e].clone()).collect();
-    for s in &mut p.stacks {
-        s.counts = events.iter().map(|e| s.counts[*e]).collect();
-        s.periods = events.iter().map(|e| s.periods[*e]).collect();
-    }
-    p.stacks.retain(|s| s.counts.iter().any(|c| *c > 0));
-    p
-}
-
 fn rewrite(prefixes: &[(String, String)], f: &str) -> String {
     for (old, new) in prefixes {
         if let Some(rest) = f.strip_prefix(old.as_str()) {
@@ -251,8 +248,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         hide_idle: args.no_idle,
     };
     let had_samples = !l.profile.stacks.is_empty();
+    let windowed = match args.time {
+        Some(t) => views::into_time_window(l.profile, t.start, t.end),
+        None => l.profile,
+    };
     let projected = Loaded {
-        profile: project(views::filtered(l.profile, &filter), &events),
+        profile: views::select_events(views::filtered(windowed, &filter), &events),
         symbolizer: l.symbolizer,
         prefixes: l.prefixes,
     };
@@ -263,6 +264,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     if p.stacks.is_empty() {
         if !had_samples {
             anyhow::bail!("{}: the capture has no samples", args.capture.display());
+        }
+        if let Some(w) = &p.meta.window {
+            anyhow::bail!(
+                "no samples match the filters (--time/--image/--kernel/--user/--comm/--pid/--event): the --time window is {}, the capture lasts {:.3} s from its start",
+                w.describe(),
+                p.meta.duration_ns as f64 / 1e9
+            );
         }
         anyhow::bail!(
             "no samples match the filters (--image/--kernel/--user/--comm/--pid/--event)"
@@ -331,6 +339,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
         Format::Collapsed => render::collapsed::write(p, &mut out)?,
         Format::Pprof => render::pprof::write(p, &mut out)?,
+        Format::Firefox => render::firefox::write(p, &mut out)?,
     }
     out.flush().context("writing the report")?;
     Ok(())

@@ -6,6 +6,8 @@
 pub mod capture;
 #[path = "../../../crates/report/src/test_support/chromium.rs"]
 pub mod chromium;
+#[path = "../../../crates/report/src/test_support/phases.rs"]
+pub mod phases;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,7 +1,8 @@
-//! For the unit tests: a hand-built profile, a real capture recorded by `perf`, and
-//! headless Chromium. `capture` and `chromium` are also compiled into kprofctl's
-//! integration tests (`#[path]`).
+//! For the unit tests: a hand-built profile, real captures recorded by `perf` (the
+//! two-phase one for time windows), and headless Chromium. `capture`, `chromium` and
+//! `phases` are also compiled into kprofctl's integration tests (`#[path]`).
 
 pub mod capture;
 pub mod chromium;
 pub mod fixture;
+pub mod phases;

@@ -27,9 +27,10 @@ pub(crate) const PROT_EXEC: u32 = 4;
 // per sample.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Item<'a> {
-    /// An event record that parsed, the index of its event attribute and the bytes of
-    /// records read so far.
-    Event(usize, EventRecord<'a>, u64),
+    /// An event record that parsed, the index of its event attribute, the bytes of
+    /// records read so far and the record's timestamp (a sample's TIME, a side-band
+    /// record's `sample_id_all` trailer), when it has one.
+    Event(usize, EventRecord<'a>, u64, Option<u64>),
     /// A build-id from a HEADER_BUILD_ID record (pipe mode, `perf inject -b`): the same
     /// facts as an entry of a file's build-id table.
     BuildId(DsoKey, Vec<u8>),
@@ -191,9 +192,10 @@ impl<R: Read> Records<R> {
                 self.damaged.get_or_insert_with(|| why.into());
                 continue;
             }
+            let time = record.timestamp();
             // The record parser indexes and multiplies lengths from the file.
             match crate::quiet_panic::catch_quietly(|| record.parse()) {
-                Some(Ok(parsed)) => f(Item::Event(attr_index, parsed, bytes)),
+                Some(Ok(parsed)) => f(Item::Event(attr_index, parsed, bytes, time)),
                 Some(Err(e)) => {
                     self.damaged
                         .get_or_insert_with(|| format!("unparsable record: {e}"));

@@ -10,6 +10,7 @@
 //! - [`images`]: finding and loading the symbol file of an image by build-id;
 //! - [`resolve`]: an address of an image to frames and functions;
 //! - [`stacks`]: threads and the interning of sampled stacks;
+//! - [`timeline`]: capture start, the samples' times and the markers;
 //! - [`unwind`]: kernel callchain + unwound user frames, marked ends, aarch64 LR callers.
 
 mod address_space;
@@ -17,6 +18,7 @@ mod images;
 mod records;
 mod resolve;
 mod stacks;
+mod timeline;
 mod unwind;
 
 use crate::capture::Capture;
@@ -211,6 +213,7 @@ struct State<'a> {
     markers: HashMap<String, FrameRun>,
     marker_image: Option<usize>,
     unwind_stats: unwind::UnwindStats,
+    clock: timeline::Clock,
 }
 
 impl<'a> State<'a> {
@@ -242,6 +245,7 @@ impl<'a> State<'a> {
             profile.meta.os_release = Some(m.uname.release.clone());
             profile.meta.arch = Some(m.uname.machine.clone());
             profile.meta.command = m.command.as_ref().map(|c| c.argv.join(" "));
+            profile.meta.workload_pid = m.command.as_ref().and_then(|c| c.pid);
             for md in &m.modules {
                 let sections = md
                     .sections
@@ -304,6 +308,12 @@ impl<'a> State<'a> {
             markers: HashMap::new(),
             marker_image: None,
             unwind_stats: unwind::UnwindStats::default(),
+            clock: timeline::Clock::new(
+                capture
+                    .manifest
+                    .as_ref()
+                    .and_then(|m| m.command.as_ref()?.pid),
+            ),
         }
     }
 }

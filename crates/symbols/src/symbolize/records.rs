@@ -6,7 +6,7 @@ use super::{Progress, State};
 use crate::capture::{Capture, PerfData};
 use crate::error::{Error, Result};
 use crate::perf_data::{Item, Records, PROT_EXEC};
-use crate::profile::Event;
+use crate::profile::{Event, Sample};
 use kprof_capture::build_id::hex;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
 use std::io::{Read, Seek};
@@ -73,8 +73,8 @@ fn read_records(
     let mut samples = 0u64;
     let mut stack_buf: Vec<usize> = Vec::with_capacity(128);
     records.for_each(|item| {
-        let (attr_index, record, bytes) = match item {
-            Item::Event(attr_index, record, bytes) => (attr_index, record, bytes),
+        let (attr_index, record, bytes, time) = match item {
+            Item::Event(attr_index, record, bytes, time) => (attr_index, record, bytes, time),
             Item::BuildId(key, id) => {
                 st.header_build_ids.insert(key, hex(&id));
                 return;
@@ -86,12 +86,15 @@ fn read_records(
                 total,
             });
         }
+        let time = st.clock.saw(time);
         if let EventRecord::Sample(s) = &record {
             samples += 1;
-            st.on_sample(s, attr_index.min(nev - 1), &mut stack_buf);
-        } else if let EventRecord::Throttle(_) = &record {
+            st.on_sample(s, attr_index.min(nev - 1), time, &mut stack_buf);
+        } else if let EventRecord::Throttle(t) = &record {
             st.throttles[attr_index.min(nev - 1)] += 1;
+            st.clock.throttled(t.timestamp);
         } else {
+            st.clock.side_band(&record, time);
             st.on_side_band(record);
         }
     });
@@ -143,8 +146,15 @@ fn read_header(
 }
 
 impl State<'_> {
-    /// Resolves a sample's call chain (or its IP) and counts it for event `e`.
-    fn on_sample(&mut self, s: &SampleRecord<'_>, e: usize, stack_buf: &mut Vec<usize>) {
+    /// Resolves a sample's call chain (or its IP) and counts it for event `e`, at absolute
+    /// `time` (made relative by `finish_times`).
+    fn on_sample(
+        &mut self,
+        s: &SampleRecord<'_>,
+        e: usize,
+        time: Option<u64>,
+        stack_buf: &mut Vec<usize>,
+    ) {
         // Without PERIOD in the samples, a fixed period is what each one stands for; with
         // neither (frequency mode) the weight is unknown and `period_known` says so.
         let period = s
@@ -164,6 +174,17 @@ impl State<'_> {
         let stack = &mut self.profile.stacks[idx];
         stack.counts[e] += 1;
         stack.periods[e] = stack.periods[e].saturating_add(period);
+        if time.is_none() {
+            self.untimed_sample();
+        }
+        self.profile.samples.push(Sample {
+            time: time.unwrap_or(0),
+            // Stack indices fit: interning keys them by u32 too.
+            stack: idx as u32,
+            event: e as u32,
+            cpu: s.cpu.unwrap_or(u32::MAX),
+            period,
+        });
     }
 
     /// MMAP and MMAP2 alike: a kernel or module mapping, or an executable user mapping of `pid`
@@ -285,7 +306,16 @@ impl State<'_> {
                 s.counts = keep.iter().map(|i| s.counts[*i]).collect();
                 s.periods = keep.iter().map(|i| s.periods[*i]).collect();
             }
+            // Dropped events have no samples: every sample's event has a new index.
+            let mut new_index = vec![0u32; keep.last().map_or(0, |l| l + 1)];
+            for (new, old) in keep.iter().enumerate() {
+                new_index[*old] = new as u32;
+            }
+            for s in &mut self.profile.samples {
+                s.event = new_index[s.event as usize];
+            }
         }
+        self.finish_times();
         if let Some(why) = damaged {
             if samples == 0 {
                 return Err(format!("{why} (no sample could be read)"));
