@@ -10,6 +10,7 @@ use crate::Error;
 pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
+                          [--off-cpu]
                           [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
@@ -28,6 +29,8 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   -p PID      only this process and its threads      -C CPUS    CPU list, e.g. 0,2-3
   --duration SECS   stop after SECS seconds          -o DIR     capture dir
   --mmap-pages N    ring buffer pages per CPU, a power of two (default 128, 512 with dwarf)
+  --off-cpu   also record every context switch (sched:sched_switch with call chains) for
+              off-CPU time: where threads block and for how long (tracefs: KPROF_TRACEFS)
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -118,6 +121,8 @@ pub struct RecordOpts {
     pub out_dir: PathBuf,
     pub mmap_pages: usize,
     pub command: Vec<String>,
+    /// `--off-cpu`: also record context switches (sched:sched_switch).
+    pub off_cpu: bool,
 }
 
 /// A parsed command line.
@@ -241,6 +246,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         out_dir: PathBuf::from(kprof_capture::CAPTURE_DIR),
         mmap_pages: DEFAULT_MMAP_PAGES,
         command: Vec::new(),
+        off_cpu: false,
     };
     let mut mmap_pages = None;
     let mut all_cpus = false;
@@ -296,6 +302,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
             }
             "-o" | "--output" => o.out_dir = PathBuf::from(it.value(opt, att)?),
             "-h" | "--help" => return Ok(None),
+            "--off-cpu" if att.is_none() => o.off_cpu = true,
             "--mmap-pages" | "-m" => {
                 let v = it.value(opt, att)?;
                 let n: usize = number(opt, v)?;
@@ -355,6 +362,11 @@ mod tests {
         assert_eq!(o.out_dir, PathBuf::from("/tmp/x"));
         assert_eq!(o.mmap_pages, 8);
         assert_eq!(o.command, args("./busy -n 3"));
+        assert!(!o.off_cpu);
+        let Command::Record(o) = parse(&args("record --off-cpu -g -- sleep 1")).unwrap() else {
+            panic!()
+        };
+        assert!(o.off_cpu);
     }
 
     /// Conflicting or malformed options are usage errors naming the option.

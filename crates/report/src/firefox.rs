@@ -360,7 +360,13 @@ mod tests {
     /// tracepoints are not.
     #[test]
     fn is_hardware_event_names_classified() {
-        for hw in ["cycles", "instructions", "r03", "L1-dcache-load-misses", "cycles:u"] {
+        for hw in [
+            "cycles",
+            "instructions",
+            "r03",
+            "L1-dcache-load-misses",
+            "cycles:u",
+        ] {
             assert!(is_hardware_event(hw), "{hw}");
         }
         for sw in [
