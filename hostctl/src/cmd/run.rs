@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// with the images' CFI: for software built without frame pointers).
     #[arg(long, value_name = "MODE")]
     pub call_graph: Option<CallGraph>,
+    /// Also record every context switch with its call chain (the sched:sched_switch
+    /// tracepoint), for `kprofctl report --off-cpu`: where threads block and for how long.
+    #[arg(long)]
+    pub off_cpu: bool,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<Pid>,
@@ -91,6 +95,9 @@ impl RunArgs {
             // `-g` rather than `--call-graph fp`: agents older than `--call-graph` take it.
             None | Some(CallGraph::Fp) => args.push("-g".to_owned()),
             Some(dwarf) => args.extend(["--call-graph".to_owned(), dwarf.to_string()]),
+        }
+        if self.off_cpu {
+            args.push("--off-cpu".to_owned());
         }
         if !self.command.is_empty() {
             args.push("--".to_owned());

@@ -142,6 +142,15 @@ fn read_header(
         st.fixed_periods.push(fixed);
         st.throttles.push(0);
     }
+    use linux_perf_data::linux_perf_event_reader::PerfEventType;
+    let switch = attrs.iter().enumerate().position(|(i, a)| {
+        matches!(a.attr.type_, PerfEventType::Tracepoint(_))
+            && st.profile.events[i].name == super::off_cpu::SWITCH_EVENT
+    });
+    if let Some(e) = switch {
+        let data = perf_file.feature_section_data(linux_perf_data::Feature::TRACING_DATA);
+        st.off_cpu_event(e, data);
+    }
     Ok(())
 }
 
@@ -171,6 +180,14 @@ impl State<'_> {
         self.sample_frames(s, pid, stack_buf);
         let nev = self.profile.events.len();
         let idx = self.intern_stack(thread, stack_buf, nev);
+        if self.switches.event == Some(e) {
+            // Counted once paired with the thread's switch-in (finish_off_cpu).
+            self.profile.events[e].total_samples -= 1;
+            self.profile.events[e].total_period -= period;
+            let raw = s.raw.as_ref().map(|r| r.as_slice());
+            self.on_switch(raw.as_deref(), time, s.cpu.unwrap_or(u32::MAX), idx);
+            return;
+        }
         let stack = &mut self.profile.stacks[idx];
         stack.counts[e] += 1;
         stack.periods[e] = stack.periods[e].saturating_add(period);
@@ -288,6 +305,7 @@ impl State<'_> {
                 self.profile.warnings.push(format!("{n} user image(s) {what}: {names}"));
             }
         }
+        self.finish_off_cpu();
         self.event_warnings(capture);
         self.unwind_warnings();
         // perf adds a `dummy` event to system-wide recordings for side-band records only.
@@ -350,6 +368,10 @@ impl State<'_> {
         for (i, e) in self.profile.events.iter().enumerate() {
             let recorded = manifest.and_then(|m| m.events.get(i));
             // perf's side-band `dummy` event never samples, by design.
+            // Off-CPU events count blocked spans, not samples: a capture may have no D at all.
+            if e.name.starts_with("off-cpu:") {
+                continue;
+            }
             if e.total_samples == 0 && !e.name.starts_with("dummy") {
                 let why = match recorded.and_then(|r| r.count.map(|c| (c, r))) {
                     // PERF_TYPE_SOFTWARE: no PMU involved, nothing of the kind happened.
