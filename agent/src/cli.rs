@@ -30,7 +30,8 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   --duration SECS   stop after SECS seconds          -o DIR     capture dir
   --mmap-pages N    ring buffer pages per CPU, a power of two (default 128, 512 with dwarf)
   --off-cpu   also record every context switch (sched:sched_switch with call chains) for
-              off-CPU time: where threads block and for how long (tracefs: KPROF_TRACEFS)
+              off-CPU time: where threads block and for how long (tracefs: KPROF_TRACEFS;
+              default --mmap-pages 512)
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -318,6 +319,8 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
     }
     o.mmap_pages = mmap_pages.unwrap_or(match o.call_graph {
         Some(CallGraph::Dwarf { .. }) => DEFAULT_MMAP_PAGES_DWARF,
+        // Every context switch is a sample: on a busy board thousands a second, in bursts.
+        _ if o.off_cpu => DEFAULT_MMAP_PAGES_DWARF,
         _ => DEFAULT_MMAP_PAGES,
     });
     if o.freq.is_some() && o.period.is_some() {

@@ -50,7 +50,7 @@ fn state(b: &Blocked) -> &'static str {
 pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), Error> {
     let all = Filter::default();
     let total = off_cpu::total(p, &all);
-    let wall = off_cpu::wall_ns(p, &all);
+    let wall = total.wall_ns;
     writeln!(out, "Capture: {}", p.meta.capture)?;
     if let Some(w) = &p.meta.window {
         writeln!(out, "Window:  {} (switch-outs in it)", w.describe())?;
@@ -85,7 +85,7 @@ pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), 
     )?;
     writeln!(
         out,
-        "{:>11} {:>7} {:>10} {:>10} {:>6}  function",
+        "{:>11} {:>7} {:>10} {:>10} {:>6}  function  (% wall: of the wall time of the threads that blocked there)",
         "blocked ms", "% wall", "S ms", "D ms", "times"
     )?;
     for (f, b) in off_cpu::functions(p, &all).iter().take(limit) {
@@ -94,7 +94,7 @@ pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), 
             out,
             "{:>11.1} {:>7.2} {:>10.1} {:>10.1} {:>6}  {img}:{}",
             ms(b.total_ns()),
-            pct(b.total_ns(), wall),
+            pct(b.total_ns(), b.wall_ns),
             ms(b.sleeping_ns),
             ms(b.uninterruptible_ns),
             b.count,
@@ -109,7 +109,7 @@ pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), 
             out,
             "{:>9.1} ms {:>6.2} %  {} x{}  {}[{}]",
             ms(b.total_ns()),
-            pct(b.total_ns(), wall),
+            pct(b.total_ns(), b.wall_ns),
             state(b),
             b.count,
             t.comm,
@@ -121,14 +121,18 @@ pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), 
     Ok(())
 }
 
-fn blocked_json(b: &Blocked, wall: u64) -> serde_json::Map<String, Value> {
+fn blocked_json(b: &Blocked) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("blocked_ns".into(), json!(b.total_ns()));
     m.insert(
         "blocked_ms".into(),
         json!((ms(b.total_ns()) * 1000.0).round() / 1000.0),
     );
-    m.insert("percent_of_wall".into(), json!(pct(b.total_ns(), wall)));
+    m.insert(
+        "percent_of_wall".into(),
+        json!(pct(b.total_ns(), b.wall_ns)),
+    );
+    m.insert("wall_ns".into(), json!(b.wall_ns));
     m.insert("sleeping_ns".into(), json!(b.sleeping_ns));
     m.insert("uninterruptible_ns".into(), json!(b.uninterruptible_ns));
     m.insert("times".into(), json!(b.count));
@@ -138,13 +142,11 @@ fn blocked_json(b: &Blocked, wall: u64) -> serde_json::Map<String, Value> {
 /// The off-CPU JSON report (docs/json-schema.md, `view: "off-cpu"`).
 pub fn write_json(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     let all = Filter::default();
-    let wall = off_cpu::wall_ns(p, &all);
     let total = off_cpu::total(p, &all);
     let off = p.off_cpu.clone().unwrap_or_default();
     let mut m = crate::json::base(p);
     m.insert("view".into(), json!("off-cpu"));
-    let mut summary = blocked_json(&total, wall);
-    summary.insert("wall_ns".into(), json!(wall));
+    let mut summary = blocked_json(&total);
     summary.insert("switches".into(), json!(off.switches));
     summary.insert("unmatched".into(), json!(off.unmatched));
     summary.insert(
@@ -152,7 +154,7 @@ pub fn write_json(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
         off_cpu::functions(p, &all)
             .iter()
             .map(|(f, b)| {
-                let mut r = blocked_json(b, wall);
+                let mut r = blocked_json(b);
                 r.insert("image".into(), json!(p.images[p.functions[*f].image].name));
                 r.insert("symbol".into(), json!(function_name(p, *f)));
                 Value::Object(r)
@@ -165,7 +167,7 @@ pub fn write_json(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
             .iter()
             .map(|(s, b)| {
                 let t = &p.threads[p.stacks[*s].thread];
-                let mut r = blocked_json(b, wall);
+                let mut r = blocked_json(b);
                 r.insert("state".into(), json!(state(b)));
                 r.insert(
                     "thread".into(),

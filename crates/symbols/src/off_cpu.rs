@@ -79,6 +79,9 @@ pub struct Blocked {
     pub uninterruptible_ns: u64,
     /// Times it blocked.
     pub count: u64,
+    /// Wall time of the threads it blocked on (each once, [`OffCpu::wall_ns`]): what "% of
+    /// the threads' wall time" divides by.
+    pub wall_ns: u64,
 }
 
 impl Blocked {
@@ -105,7 +108,7 @@ fn events(p: &Profile) -> (usize, usize) {
 /// Functions by the time threads blocked with them on the path, most first; a function that
 /// is on a path twice (recursion) counts once.
 pub fn functions(p: &Profile, f: &views::Filter) -> Vec<(usize, Blocked)> {
-    let mut by: HashMap<usize, Blocked> = HashMap::new();
+    let mut by: HashMap<usize, (Blocked, Vec<i32>)> = HashMap::new();
     let mut seen = Vec::new();
     for s in p.stacks.iter().filter(|s| f.keeps(p, s)) {
         seen.clear();
@@ -113,11 +116,20 @@ pub fn functions(p: &Profile, f: &views::Filter) -> Vec<(usize, Blocked)> {
             let func = p.frames[*fr].function;
             if !seen.contains(&func) {
                 seen.push(func);
-                by.entry(func).or_default().add(p, s);
+                let (b, tids) = by.entry(func).or_default();
+                b.add(p, s);
+                tids.push(p.threads[s.thread].tid);
             }
         }
     }
-    let mut rows: Vec<(usize, Blocked)> = by.into_iter().collect();
+    let mut rows: Vec<(usize, Blocked)> = by
+        .into_iter()
+        .filter(|(_, (b, _))| b.count > 0)
+        .map(|(func, (mut b, tids))| {
+            b.wall_ns = wall_of(p, tids);
+            (func, b)
+        })
+        .collect();
     rows.sort_by(|a, b| b.1.total_ns().cmp(&a.1.total_ns()).then(a.0.cmp(&b.0)));
     rows
 }
@@ -132,6 +144,7 @@ pub fn paths(p: &Profile, f: &views::Filter) -> Vec<(usize, Blocked)> {
         .map(|(i, s)| {
             let mut b = Blocked::default();
             b.add(p, s);
+            b.wall_ns = wall_of(p, vec![p.threads[s.thread].tid]);
             (i, b)
         })
         .filter(|(_, b)| b.count > 0)
@@ -143,22 +156,20 @@ pub fn paths(p: &Profile, f: &views::Filter) -> Vec<(usize, Blocked)> {
 /// All blocked time the filter keeps.
 pub fn total(p: &Profile, f: &views::Filter) -> Blocked {
     let mut b = Blocked::default();
+    let mut tids = Vec::new();
     for s in p.stacks.iter().filter(|s| f.keeps(p, s)) {
         b.add(p, s);
+        if s.counts.iter().any(|c| *c > 0) {
+            tids.push(p.threads[s.thread].tid);
+        }
     }
+    b.wall_ns = wall_of(p, tids);
     b
 }
 
-/// The wall time of the threads that blocked in the stacks the filter keeps (each thread
-/// once): the denominator of "% of the threads' wall time".
-pub fn wall_ns(p: &Profile, f: &views::Filter) -> u64 {
+/// The summed wall time of threads `tids` (duplicates counted once).
+fn wall_of(p: &Profile, mut tids: Vec<i32>) -> u64 {
     let Some(off) = &p.off_cpu else { return 0 };
-    let mut tids: Vec<i32> = p
-        .stacks
-        .iter()
-        .filter(|s| f.keeps(p, s))
-        .map(|s| p.threads[s.thread].tid)
-        .collect();
     tids.sort_unstable();
     tids.dedup();
     tids.iter().filter_map(|t| off.wall_ns.get(t)).sum()
