@@ -356,6 +356,7 @@ mod tests {
                 .agent_args()
         };
         assert_eq!(args(&["--call-graph", "fp"]), ["record", "-g"]);
+        assert_eq!(args(&["--off-cpu"]), ["record", "-g", "--off-cpu"]);
         assert_eq!(
             args(&["--call-graph", "dwarf"]),
             ["record", "--call-graph", "dwarf"]
