@@ -271,6 +271,62 @@ fn report_off_cpu_collapsed_pprof_svg_blocked_ns() {
     assert!(svg.contains("sleep_in_known_function"));
 }
 
+/// A plain perf.data of Debian's `perf record -e sched:sched_switch -g -a` (with perf's
+/// side-band `dummy` event) is read the same way: the pipe reads' blocked time under
+/// wait_on_pipe matches what the program measured.
+#[test]
+fn report_off_cpu_perf_record_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_data/blocking.c");
+    let exe = dir.path().join("blocking");
+    let st = Command::new("cc")
+        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = dir.path().join("perf.data");
+    let out = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_switch",
+            "-g",
+            "-a",
+            "-m",
+            "2048",
+            "-o",
+        ])
+        .arg(&data)
+        .arg("--")
+        .arg(&exe)
+        .args(["pipe", "20", "20"])
+        .output()
+        .expect("Debian's perf");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let measured: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("blocked_ns=")?.parse().ok())
+        .expect("the program's measurement");
+    let v: Value = serde_json::from_str(&ok(&[
+        "report",
+        "--off-cpu",
+        "--format",
+        "json",
+        data.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let (total, s, _) = blocked_of(&v, "wait_on_pipe");
+    within_10_percent(total, measured, "wait_on_pipe (perf record)");
+    assert_eq!(s, total);
+}
+
 /// A capture without context switches: `--off-cpu` says so and how to record them, never an
 /// empty "no blocking" report.
 #[test]

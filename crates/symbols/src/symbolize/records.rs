@@ -332,6 +332,10 @@ impl State<'_> {
             for s in &mut self.profile.samples {
                 s.event = new_index[s.event as usize];
             }
+            if let Some(off) = &mut self.profile.off_cpu {
+                off.sleeping = new_index[off.sleeping] as usize;
+                off.uninterruptible = new_index[off.uninterruptible] as usize;
+            }
         }
         self.finish_times();
         if let Some(why) = damaged {
