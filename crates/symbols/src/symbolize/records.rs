@@ -170,9 +170,14 @@ impl State<'_> {
             .period
             .or(self.fixed_periods.get(e).copied().flatten())
             .unwrap_or(1);
-        self.profile.events[e].total_samples += 1;
-        self.profile.events[e].total_period =
-            self.profile.events[e].total_period.saturating_add(period);
+        // A context switch is counted once paired with its thread's switch-in
+        // (finish_off_cpu), weighing the ns between them.
+        let switch = self.switches.event == Some(e);
+        if !switch {
+            self.profile.events[e].total_samples += 1;
+            self.profile.events[e].total_period =
+                self.profile.events[e].total_period.saturating_add(period);
+        }
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
         let thread = self.thread(pid, tid);
@@ -180,10 +185,7 @@ impl State<'_> {
         self.sample_frames(s, pid, stack_buf);
         let nev = self.profile.events.len();
         let idx = self.intern_stack(thread, stack_buf, nev);
-        if self.switches.event == Some(e) {
-            // Counted once paired with the thread's switch-in (finish_off_cpu).
-            self.profile.events[e].total_samples -= 1;
-            self.profile.events[e].total_period -= period;
+        if switch {
             let raw = s.raw.as_ref().map(|r| r.as_slice());
             self.on_switch(raw.as_deref(), time, s.cpu.unwrap_or(u32::MAX), idx);
             return;
