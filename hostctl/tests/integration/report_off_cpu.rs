@@ -273,7 +273,8 @@ fn report_off_cpu_collapsed_pprof_svg_blocked_ns() {
 
 /// A plain perf.data of Debian's `perf record -e sched:sched_switch -g -a` (with perf's
 /// side-band `dummy` event) is read the same way: the pipe reads' blocked time under
-/// wait_on_pipe matches what the program measured.
+/// wait_on_pipe matches what the program measured. `--buildid-all`: perf records the build-ids
+/// of the images its samples' IPs hit, and a switch's IP is always in the kernel.
 #[test]
 fn report_off_cpu_perf_record_capture() {
     let dir = tempfile::tempdir().unwrap();
@@ -291,6 +292,7 @@ fn report_off_cpu_perf_record_capture() {
         .args([
             "record",
             "-q",
+            "--buildid-all",
             "-e",
             "sched:sched_switch",
             "-g",
