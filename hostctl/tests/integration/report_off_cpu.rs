@@ -163,7 +163,14 @@ fn report_off_cpu_json_nanosleep_known_function() {
     assert_eq!(path["blocked_ns"].as_u64(), Some(total));
     assert_eq!(path["thread"]["comm"], "blocking");
     assert_eq!(path["state"], "S");
-    assert_eq!(path["times"], 50);
+    // 50 sleeps; under a loaded machine a switch may be lost (the capture says so), and
+    // with it one span: the total above stays within 10 % of the measured time.
+    let times = path["times"].as_u64().unwrap();
+    let lost = v["capture"]["lost_samples"].as_u64().unwrap();
+    assert!(
+        times == 50 || (lost > 0 && times >= 45),
+        "{times} sleeps seen, {lost} events lost"
+    );
     let pct = path["percent_of_wall"].as_f64().unwrap();
     assert!(pct > 80.0 && pct <= 100.0, "{path}");
 }
