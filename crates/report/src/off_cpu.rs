@@ -149,6 +149,7 @@ pub fn write_json(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     let mut summary = blocked_json(&total);
     summary.insert("switches".into(), json!(off.switches));
     summary.insert("unmatched".into(), json!(off.unmatched));
+    summary.insert("missed_switch_ins".into(), json!(off.missed_switch_ins));
     summary.insert(
         "functions".into(),
         off_cpu::functions(p, &all)

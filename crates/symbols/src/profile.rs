@@ -57,6 +57,9 @@ pub struct OffCpu {
     /// Switch-outs in S or D whose thread was not switched in again before the capture
     /// ended: their blocked time is unknown and not counted.
     pub unmatched: u64,
+    /// Blocked spans whose switch-in the kernel did not report (the thread was switched out
+    /// again first): they end at the thread's first on-CPU sample or next switch-out.
+    pub missed_switch_ins: u64,
 }
 
 impl Profile {

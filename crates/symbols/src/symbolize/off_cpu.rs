@@ -186,16 +186,32 @@ impl State<'_> {
                 e.1 = e.1.max(t);
             }
         };
+        let on_cpu = self.on_cpu_times(s_event);
+        let mut missed = 0u64;
         for sw in &switches {
             see(sw.prev, sw.time);
             see(sw.next, sw.time);
-            if let Some(o) = out.remove(&sw.next) {
+            let ended = match out.remove(&sw.next) {
+                Some(o) => Some((o, sw.time)),
+                // Switched out again without a switch-in in between: the kernel did not report
+                // that switch-in (some kernels drop idle → task switches of a CPU). The thread
+                // ran before this switch-out, from its first on-CPU sample if one came first.
+                None => out.remove(&sw.prev).map(|o| {
+                    missed += 1;
+                    let first_run = on_cpu.get(&sw.prev).and_then(|ts| {
+                        let i = ts.partition_point(|t| *t <= o.time);
+                        ts.get(i).copied()
+                    });
+                    (o, first_run.map_or(sw.time, |t| t.min(sw.time)))
+                }),
+            };
+            if let Some((o, end)) = ended {
                 let e = if o.state & STATE_D != 0 {
                     d_event
                 } else {
                     s_event
                 };
-                self.count_blocked(&o, e, sw.time - o.time);
+                self.count_blocked(&o, e, end.saturating_sub(o.time));
             }
             // The idle task (pid 0) never blocks; a thread switched out while runnable is
             // preempted, not blocked.
@@ -204,6 +220,12 @@ impl State<'_> {
             }
         }
         off.unmatched = out.len() as u64;
+        off.missed_switch_ins = missed;
+        if missed > 0 {
+            self.profile.warnings.push(format!(
+                "off-CPU: the kernel reported no switch-in for {missed} blocked spans (a thread switched out twice in a row); they end at the thread's first on-CPU sample or next switch-out, so they are over-estimated by up to the time it ran before"
+            ));
+        }
         off.wall_ns = seen.into_iter().map(|(t, (a, b))| (t, b - a)).collect();
         if off.unmatched > 0 {
             self.profile.warnings.push(format!(
@@ -218,6 +240,26 @@ impl State<'_> {
             ));
         }
         self.profile.off_cpu = Some(off);
+    }
+
+    /// Absolute times of the on-CPU samples (every event but the switches) per thread id,
+    /// sorted.
+    fn on_cpu_times(&self, switch_event: usize) -> HashMap<i32, Vec<u64>> {
+        let mut by: HashMap<i32, Vec<u64>> = HashMap::new();
+        for s in &self.profile.samples {
+            if s.event as usize == switch_event || s.time == 0 {
+                continue;
+            }
+            if let Some(st) = self.profile.stacks.get(s.stack as usize) {
+                by.entry(self.profile.threads[st.thread].tid)
+                    .or_default()
+                    .push(s.time);
+            }
+        }
+        for v in by.values_mut() {
+            v.sort_unstable();
+        }
+        by
     }
 
     fn count_blocked(&mut self, o: &Switch, e: usize, ns: u64) {
