@@ -10,7 +10,8 @@ use crate::Error;
 pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
-                          [-z | --compression-level[=N] | --no-compress] [-- CMD ARGS...]
+                          [-z | --compression-level[=N] | --no-compress] [--off-cpu]
+                          [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
@@ -31,6 +32,9 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   -z, --compression-level[=N]   zstd-compress perf.data's records while recording, as
               `perf record -z` (N 1-22, default 1; on by default)
   --no-compress     write perf.data's records uncompressed (least CPU, largest archive)
+  --off-cpu   also record every context switch (sched:sched_switch with call chains) for
+              off-CPU time: where threads block and for how long (tracefs: KPROF_TRACEFS;
+              default --mmap-pages 512)
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -127,6 +131,8 @@ pub struct RecordOpts {
     /// zstd level of perf.data's records; `None`: uncompressed.
     pub compression: Option<i32>,
     pub command: Vec<String>,
+    /// `--off-cpu`: also record context switches (sched:sched_switch).
+    pub off_cpu: bool,
 }
 
 /// A parsed command line.
@@ -264,6 +270,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         mmap_pages: DEFAULT_MMAP_PAGES,
         compression: DEFAULT_COMPRESSION,
         command: Vec::new(),
+        off_cpu: false,
     };
     let mut mmap_pages = None;
     let mut all_cpus = false;
@@ -319,6 +326,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
             }
             "-o" | "--output" => o.out_dir = PathBuf::from(it.value(opt, att)?),
             "-h" | "--help" => return Ok(None),
+            "--off-cpu" if att.is_none() => o.off_cpu = true,
             "--mmap-pages" | "-m" => {
                 let v = it.value(opt, att)?;
                 let n: usize = number(opt, v)?;
@@ -342,6 +350,8 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
     }
     o.mmap_pages = mmap_pages.unwrap_or(match o.call_graph {
         Some(CallGraph::Dwarf { .. }) => DEFAULT_MMAP_PAGES_DWARF,
+        // Every context switch is a sample: on a busy board thousands a second, in bursts.
+        _ if o.off_cpu => DEFAULT_MMAP_PAGES_DWARF,
         _ => DEFAULT_MMAP_PAGES,
     });
     if o.freq.is_some() && o.period.is_some() {
@@ -386,6 +396,11 @@ mod tests {
         assert_eq!(o.out_dir, PathBuf::from("/tmp/x"));
         assert_eq!(o.mmap_pages, 8);
         assert_eq!(o.command, args("./busy -n 3"));
+        assert!(!o.off_cpu);
+        let Command::Record(o) = parse(&args("record --off-cpu -g -- sleep 1")).unwrap() else {
+            panic!()
+        };
+        assert!(o.off_cpu);
     }
 
     /// Conflicting or malformed options are usage errors naming the option.

@@ -20,6 +20,7 @@ const NAME_ALIGN: usize = 64;
 
 /// Feature bits (`HEADER_*` in perf's util/header.h).
 pub mod feat {
+    pub const TRACING_DATA: u32 = 1;
     pub const BUILD_ID: u32 = 2;
     pub const HOSTNAME: u32 = 3;
     pub const OSRELEASE: u32 = 4;
@@ -67,6 +68,8 @@ pub struct Features {
     pub nr_cpus_online: u32,
     pub cmdline: Vec<String>,
     pub build_ids: Vec<BuildIdEntry>,
+    /// HEADER_TRACING_DATA: the formats of the tracepoints recorded, when any is.
+    pub tracing_data: Option<Vec<u8>>,
 }
 
 /// Streams records into a perf.data file.
@@ -182,6 +185,9 @@ impl Writer {
         }
         bodies.push((feat::CMDLINE, b));
         bodies.push((feat::EVENT_DESC, self.event_desc_section()));
+        if let Some(t) = &f.tracing_data {
+            bodies.push((feat::TRACING_DATA, t.clone()));
+        }
         bodies.sort_by_key(|(bit, _)| *bit);
 
         // The section table sits right after the data; bodies follow it.

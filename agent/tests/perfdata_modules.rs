@@ -123,6 +123,7 @@ fn write_perfdata_module_map_perf_reads() {
                 filename: "[mychardrv]".into(),
             },
         ],
+        tracing_data: None,
     };
     w.finish(&features).unwrap();
     let p = path.to_str().unwrap();

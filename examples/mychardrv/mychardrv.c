@@ -9,12 +9,20 @@
  * small cache-resident table, as a contrasting neighbour: it reads more words but a
  * profiler should put the traversal on top and the checksum far below it.
  *
- * Reading /dev/mychardrv reports the parameters and the totals of the last write.
+ * Reading /dev/mychardrv waits for a simulated device first: every read() call starts a
+ * `read_delay_ms` (default 20) high-resolution timer standing in for the device's interrupt and
+ * sleeps until it completes (killable, so the reader shows in state D, as a driver waiting
+ * for its hardware does), then serves the next bytes of a status text: the parameters and the
+ * totals of the last write. An off-CPU profile puts reads x read_delay_ms under
+ * mychardrv_read(); `dd if=/dev/mychardrv bs=1 count=N` makes N reads. read_delay_ms=0 skips
+ * the wait.
  *
  * This is the kprof example module (the Streamline "mychardrv" walk-through, redone for
  * perf_event sampling). It is built with debug info so that samples resolve to lines.
  */
+#include <linux/completion.h>
 #include <linux/fs.h>
+#include <linux/hrtimer.h>
 #include <linux/kernel.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -43,6 +51,10 @@ MODULE_PARM_DESC(hops, "Pointers followed per char_dev_cache_traverse() call (de
 static unsigned int seed = 0x6b70726f;
 module_param(seed, uint, 0444);
 MODULE_PARM_DESC(seed, "Seed of the permutation, fixed so that runs are comparable");
+
+static unsigned int read_delay_ms = 20;
+module_param(read_delay_ms, uint, 0644);
+MODULE_PARM_DESC(read_delay_ms, "Simulated device latency of each read() in ms (default 20, 0: none)");
 
 struct mychardrv_node {
 	struct mychardrv_node *next;
@@ -189,11 +201,49 @@ static ssize_t mychardrv_write(struct file *file, const char __user *buf, size_t
 	return ret ? ret : len;
 }
 
+/* One request to the simulated device: its "interrupt" (the timer) completes it. */
+struct mychardrv_request {
+	struct hrtimer timer;
+	struct completion done;
+};
+
+static enum hrtimer_restart mychardrv_device_irq(struct hrtimer *timer)
+{
+	struct mychardrv_request *req = container_of(timer, struct mychardrv_request, timer);
+
+	complete(&req->done);
+	return HRTIMER_NORESTART;
+}
+
+/*
+ * Waits `delay_ms` for the simulated device. A high-resolution timer rather than a timer_list:
+ * jiffies would round 20 ms up to the next tick (4 ms at HZ=250) and blur the known total.
+ * Kept out of line so that profiles name it between mychardrv_read() and the scheduler.
+ */
+static noinline int mychardrv_wait_device(unsigned int delay_ms)
+{
+	struct mychardrv_request req;
+	int ret;
+
+	init_completion(&req.done);
+	hrtimer_init_on_stack(&req.timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	req.timer.function = mychardrv_device_irq;
+	hrtimer_start(&req.timer, ms_to_ktime(delay_ms), HRTIMER_MODE_REL);
+	ret = wait_for_completion_killable(&req.done);
+	/* Killed before the device answered: the timer must not fire into a dead stack frame. */
+	hrtimer_cancel(&req.timer);
+	destroy_hrtimer_on_stack(&req.timer);
+	return ret;
+}
+
 static ssize_t mychardrv_read(struct file *file, char __user *buf, size_t len, loff_t *ppos)
 {
+	unsigned int delay_ms = READ_ONCE(read_delay_ms);
 	char text[192];
 	int n;
 
+	if (delay_ms && mychardrv_wait_device(delay_ms))
+		return -EINTR;
 	if (mutex_lock_interruptible(&dev.lock))
 		return -EINTR;
 	n = scnprintf(text, sizeof(text),

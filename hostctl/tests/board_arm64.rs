@@ -532,3 +532,12 @@ fn board_arm64_frameless_leaf_immediate_caller() {
     let board = arm_board();
     board::check_frameless_leaf_caller(&board, "aarch64-linux-gnu-objdump", "stp\tx29, x30");
 }
+
+/// Issue 15 must-hold 2 on the Arm board: `run --off-cpu` of blocking reads of
+/// /dev/mychardrv puts reads x read_delay_ms under mychardrv_read, on its kernel read path.
+#[test]
+#[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
+fn board_arm64_off_cpu_blocking_read() {
+    let board = arm_board();
+    board::check_blocking_read(&board);
+}

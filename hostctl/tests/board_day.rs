@@ -327,6 +327,15 @@ fn board_day_writer_dwarf_callers_whole_path() {
     board::check_writer_dwarf_path(&board);
 }
 
+/// Issue 15 must-hold 2: `run --off-cpu` of blocking reads of /dev/mychardrv: reads x
+/// read_delay_ms blocked under mychardrv_read, on its kernel read path.
+#[test]
+#[ignore = "needs the QEMU board (ci/board/up)"]
+fn board_day_off_cpu_blocking_read() {
+    let board = Board::from_env();
+    board::check_blocking_read(&board);
+}
+
 /// A kernel leaf without a frame keeps its immediate caller: char_dev_cache_checksum (no
 /// frame-pointer save in its disassembly) is called by mychardrv_write in ≥ 95 % of its
 /// samples' chains (ORC unwinder).

@@ -6,6 +6,7 @@
 
 mod capture_dir;
 mod kernel_state;
+mod off_cpu;
 mod open_events;
 mod seal;
 mod signals;
@@ -42,7 +43,15 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
 
     // Printed once setup has succeeded, so a failing capture says one thing only.
     let mut notices: Vec<String> = Vec::new();
-    let mut opened = open_events::open_all(o, global_freq, &tids, &cpus, &mut notices)?;
+    let tracepoint = o.off_cpu.then(off_cpu::find).transpose()?;
+    let mut opened = open_events::open_all(
+        o,
+        global_freq,
+        &tids,
+        &cpus,
+        tracepoint.as_ref(),
+        &mut notices,
+    )?;
     let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
     let start_ns = timefmt::now_ns();
     let id = timefmt::capture_id(start_ns);
@@ -103,6 +112,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         start_ns,
         stop_ns,
         stop,
+        tracepoint: tracepoint.as_ref(),
     };
     seal::seal(sink, end, &mut work)
 }

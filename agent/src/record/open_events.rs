@@ -93,6 +93,7 @@ pub(super) fn open_all(
     global_freq: Option<u64>,
     tids: &[i32],
     cpus: &[u32],
+    off_cpu: Option<&super::off_cpu::Tracepoint>,
     notices: &mut Vec<String>,
 ) -> Result<Vec<Opened>, Error> {
     if matches!(o.call_graph, Some(CallGraph::Dwarf { .. })) && sys::DWARF_REGS_USER == 0 {
@@ -162,6 +163,32 @@ pub(super) fn open_all(
             }
             Err(e) => return Err(e),
         }
+    }
+    if let Some(t) = off_cpu {
+        let spec = super::off_cpu::spec(t);
+        let mut attr = build_attr(&spec, false, o, None, Some(1), watermark, regs_intr);
+        super::off_cpu::adjust(&mut attr);
+        // A thread's switch-in is recorded in the context of the thread leaving that CPU: a
+        // per-thread event would see only the switch-outs. So the switches of every CPU.
+        if o.pid.is_some() {
+            notices.push(
+                "--off-cpu records the context switches of every thread (a switch-in is seen \
+                 from the thread leaving the CPU): `kprofctl report --off-cpu --pid PID` keeps \
+                 the process's"
+                    .into(),
+            );
+            attr.flags &= !flag::INHERIT;
+        }
+        let (attr, fds) =
+            open_with_regs_intr(attr, &[-1], cpus, &spec.name, &mut regs_intr, notices)?;
+        opened.push(Opened {
+            spec,
+            requested: Some("--off-cpu".into()),
+            attr,
+            fallback: None,
+            fds,
+            ids: Vec::new(),
+        });
     }
     for ev in &mut opened {
         for (_, fd) in &ev.fds {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use kprof_capture::manifest::{Command, EventRecord, FileDigest, Manifest};
+use kprof_capture::manifest::{Command, EventRecord, FileDigest, Manifest, OffCpu};
 
 use super::capture_dir::WorkDir;
 use super::kernel_state::{KernelState, SYS_MODULE};
@@ -34,6 +34,8 @@ pub(super) struct Ending<'a> {
     pub(super) start_ns: u64,
     pub(super) stop_ns: u64,
     pub(super) stop: Stop,
+    /// The context-switch tracepoint, with `--off-cpu`.
+    pub(super) tracepoint: Option<&'a super::off_cpu::Tracepoint>,
 }
 
 /// Finishes perf.data, writes the archive and removes the work dir; returns the archive path.
@@ -76,6 +78,12 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
         },
         sysctl,
         mmap_pages: Some(o.mmap_pages as u64),
+        off_cpu: end.tracepoint.map(|t| OffCpu {
+            method: super::off_cpu::METHOD.into(),
+            event: super::off_cpu::EVENT_NAME.into(),
+            tracefs: t.tracefs.display().to_string(),
+            tracepoint_id: t.id,
+        }),
     };
     let json = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::Other(format!("cannot encode manifest: {e}")))?;
@@ -115,6 +123,7 @@ fn features(end: &Ending<'_>, files: &BTreeSet<Vec<u8>>) -> Features {
         nr_cpus_online: end.online_cpus as u32,
         cmdline: end.agent_argv.to_vec(),
         build_ids: build_ids(&end.kernel, files),
+        tracing_data: end.tracepoint.map(|t| t.tracing_data.clone()),
     }
 }
 

@@ -59,6 +59,23 @@ pub struct Manifest {
     /// Ring buffer size per CPU in pages (`--mmap-pages`).
     #[serde(default)]
     pub mmap_pages: Option<u64>,
+    /// Off-CPU recording (`record --off-cpu`), when on; absent otherwise and in older captures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<OffCpu>,
+}
+
+/// How context switches were recorded for off-CPU time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpu {
+    /// `sched_switch-tracepoint`: the `sched:sched_switch` tracepoint, every switch, with its
+    /// raw fields and call chain.
+    pub method: String,
+    /// The perf.data event carrying the switches (`sched:sched_switch`), named as in `events`.
+    pub event: String,
+    /// The tracefs directory the tracepoint's id and format were read from.
+    pub tracefs: String,
+    /// The tracepoint's id (`attr_config` of that event).
+    pub tracepoint_id: u64,
 }
 
 impl Manifest {
@@ -273,6 +290,7 @@ mod tests {
             },
             sysctl: BTreeMap::new(),
             mmap_pages: None,
+            off_cpu: None,
         };
         serde_json::to_string(&m).unwrap()
     }

@@ -14,7 +14,7 @@ use crate::Error;
 /// `schema` of every JSON report.
 pub const SCHEMA: &str = "kprof-report";
 /// `version` of the schema written.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 fn pct(n: u64, total: u64) -> f64 {
     if total == 0 {
@@ -49,7 +49,7 @@ fn function_ref(p: &Profile, f: usize) -> Value {
 }
 
 /// The parts every report has: schema, capture, events, images, warnings.
-fn base(p: &Profile) -> serde_json::Map<String, Value> {
+pub(crate) fn base(p: &Profile) -> serde_json::Map<String, Value> {
     let all = Filter::default();
     let totals = views::totals(p, &all);
     let mut m = serde_json::Map::new();
@@ -107,7 +107,7 @@ fn base(p: &Profile) -> serde_json::Map<String, Value> {
     m
 }
 
-fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> Result<(), Error> {
+pub(crate) fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> Result<(), Error> {
     serde_json::to_writer_pretty(&mut *out, &Value::Object(m))?;
     writeln!(out)?;
     Ok(())

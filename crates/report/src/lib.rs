@@ -21,6 +21,7 @@ pub mod firefox;
 pub mod flamegraph;
 pub mod html;
 pub mod json;
+pub mod off_cpu;
 pub mod pprof;
 #[cfg(test)]
 mod test_support;

@@ -62,7 +62,12 @@ pub fn build(profile: &Profile) -> Result<proto::Profile, Error> {
 fn value_names(profile: &Profile, event: usize) -> (String, String, &'static str) {
     let name = &profile.events[event].name;
     let clock = matches!(name.as_str(), "cpu-clock" | "task-clock");
-    let unit = if clock { "nanoseconds" } else { "events" };
+    // An off-CPU profile (kprof_symbols::off_cpu::merged): periods are blocked ns.
+    let unit = if clock || name == "off_cpu_ns" {
+        "nanoseconds"
+    } else {
+        "events"
+    };
     if event == 0 {
         let period = if clock {
             "cpu".to_owned()

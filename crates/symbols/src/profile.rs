@@ -30,6 +30,36 @@ pub struct Profile {
     pub warnings: Vec<String>,
     /// Where the capture came from.
     pub meta: Meta,
+    /// Blocked time, when the capture recorded context switches (`record --off-cpu`, perf's
+    /// `-e sched:sched_switch`); its events are apart from the on-CPU ones
+    /// ([`crate::off_cpu`]).
+    pub off_cpu: Option<OffCpu>,
+}
+
+/// Off-CPU time of a capture with context switches.
+///
+/// Each switch-out of a thread in state S (sleeping: interruptible) or D (uninterruptible)
+/// becomes one sample of event [`OffCpu::sleeping`] or [`OffCpu::uninterruptible`], at the
+/// switch-out's time, with the switch-out's call chain, whose period is the time until the
+/// same thread was switched in again, in ns: stack `periods` are blocked ns, `counts` the
+/// number of times it blocked there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OffCpu {
+    /// Index into [`Profile::events`] of time blocked in state S.
+    pub sleeping: usize,
+    /// Index into [`Profile::events`] of time blocked in state D.
+    pub uninterruptible: usize,
+    /// Wall time of each thread (by tid) in the capture: from the first to the last context
+    /// switch it took part in, in ns. The denominator of "% of the threads' wall time".
+    pub wall_ns: std::collections::BTreeMap<i32, u64>,
+    /// Context switches read.
+    pub switches: u64,
+    /// Switch-outs in S or D whose thread was not switched in again before the capture
+    /// ended: their blocked time is unknown and not counted.
+    pub unmatched: u64,
+    /// Blocked spans whose switch-in the kernel did not report (the thread was switched out
+    /// again first): they end at the thread's first on-CPU sample or next switch-out.
+    pub missed_switch_ins: u64,
 }
 
 impl Profile {

@@ -151,6 +151,7 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
         },
         sysctl: Default::default(),
         mmap_pages: None,
+        off_cpu: None,
     };
     let stage = dir.join("stage");
     std::fs::create_dir_all(&stage).unwrap();

@@ -86,6 +86,10 @@ pub struct ReportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Off-CPU time instead of on-CPU samples: where threads blocked (switched out sleeping,
+    /// S, or uninterruptible, D) and for how long, from a capture recorded with `--off-cpu`.
+    #[arg(long, conflicts_with_all = ["callers", "callees", "annotate", "ratio"])]
+    pub off_cpu: bool,
     /// Rows of the functions table in text output (0 = all).
     #[arg(long, value_name = "N", default_value_t = 40)]
     pub limit: usize,
@@ -226,7 +230,19 @@ pub fn annotate_all(l: &Loaded, filter: &Filter, name: &str) -> anyhow::Result<V
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
-    let l = load(&args.capture, &args.symbols)?;
+    let mut l = load(&args.capture, &args.symbols)?;
+    if args.off_cpu {
+        return run_off_cpu(&args, l);
+    }
+    // On-CPU and off-CPU never mix: blocked ns are not samples.
+    let had_off_cpu = l.profile.off_cpu.is_some();
+    l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
+    if had_off_cpu && l.profile.events.is_empty() {
+        anyhow::bail!(
+            "{}: the capture has only context switches; use `kprofctl report --off-cpu`",
+            args.capture.display()
+        );
+    }
     let events = select_events(&l.profile, &args.event)?;
     let ratio = match &args.ratio {
         Some(r) => {
@@ -356,6 +372,73 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `report --off-cpu`: the blocked time of a capture with context switches, in any format.
+fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
+    let Some(p) = kprof_symbols::off_cpu::off_cpu(l.profile) else {
+        anyhow::bail!(
+            "{}: the capture has no context switches (record it with `kprof-agent record --off-cpu`, `kprofctl run --off-cpu`, or `perf record -e sched:sched_switch -g`)",
+            args.capture.display()
+        );
+    };
+    if !args.event.is_empty() {
+        anyhow::bail!(
+            "--event does not apply to --off-cpu (its events are the task states S and D)"
+        );
+    }
+    let filter = Filter {
+        image: args.image.clone(),
+        kernel: args.kernel,
+        user: args.user,
+        comm: args.comm.clone(),
+        pid: args.pid,
+        hide_idle: args.no_idle,
+    };
+    let p = match args.time {
+        Some(t) => views::into_time_window(p, t.start, t.end),
+        None => p,
+    };
+    let p = views::filtered(p, &filter);
+    let off = p.off_cpu.as_ref().expect("off_cpu keeps its facts");
+    if off.switches == 0 {
+        anyhow::bail!(
+            "{}: the capture recorded context switches but none was read: no off-CPU answer (not \"no blocking\")",
+            args.capture.display()
+        );
+    }
+    if p.stacks.iter().all(|s| s.counts.iter().all(|c| *c == 0)) {
+        anyhow::bail!(
+            "no thread blocked (S or D) in what the filters keep (--time/--image/--kernel/--user/--comm/--pid) among {} context switches",
+            off.switches
+        );
+    }
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(f) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let limit = if args.limit == 0 {
+        usize::MAX
+    } else {
+        args.limit
+    };
+    use kprof_symbols::off_cpu::merged;
+    match args.format {
+        Format::Text => render::off_cpu::write_text(&p, limit, &mut out)?,
+        Format::Json => render::off_cpu::write_json(&p, &mut out)?,
+        Format::Svg => render::flamegraph::write_svg(&merged(&p, true), &mut out)?,
+        Format::Collapsed => render::collapsed::write(&merged(&p, true), &mut out)?,
+        Format::Pprof => render::pprof::write(&merged(&p, false), &mut out)?,
+        Format::Html => {
+            let m = merged(&p, true);
+            render::html::write(&m, None, &mut out)?
+        }
+        Format::Firefox => render::firefox::write(&merged(&p, false), &mut out)?,
+    }
+    out.flush().context("writing the report")?;
+    Ok(())
+}
+
 /// `image:name` of the function with most self samples.
 fn hottest_function(p: &Profile) -> Option<String> {
     let rows = views::functions(p, &Filter::default());
@@ -365,7 +448,14 @@ fn hottest_function(p: &Profile) -> Option<String> {
 
 /// After `kprofctl fetch`: symbol warnings, the top functions, and `<capture>.html`.
 pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<()> {
-    let l = load(capture, symbols)?;
+    let mut l = load(capture, symbols)?;
+    if l.profile.off_cpu.is_some() {
+        eprintln!(
+            "kprofctl: the capture has context switches: `kprofctl report --off-cpu {}` shows where threads blocked",
+            capture.display()
+        );
+    }
+    l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
     let p = &l.profile;
     for w in &p.warnings {
         eprintln!("kprofctl: warning: {w}");

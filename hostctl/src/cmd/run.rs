@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// Write perf.data uncompressed on the board: the least agent CPU, the largest archive.
     #[arg(long)]
     pub no_compress: bool,
+    /// Also record every context switch with its call chain (the sched:sched_switch
+    /// tracepoint), for `kprofctl report --off-cpu`: where threads block and for how long.
+    #[arg(long)]
+    pub off_cpu: bool,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<Pid>,
@@ -110,6 +114,9 @@ impl RunArgs {
         }
         if self.no_compress {
             args.push("--no-compress".to_owned());
+        }
+        if self.off_cpu {
+            args.push("--off-cpu".to_owned());
         }
         if !self.command.is_empty() {
             args.push("--".to_owned());
@@ -368,6 +375,7 @@ mod tests {
                 .agent_args()
         };
         assert_eq!(args(&["--call-graph", "fp"]), ["record", "-g"]);
+        assert_eq!(args(&["--off-cpu"]), ["record", "-g", "--off-cpu"]);
         assert_eq!(
             args(&["--call-graph", "dwarf"]),
             ["record", "--call-graph", "dwarf"]

@@ -367,3 +367,98 @@ pub fn check_frameless_leaf_caller(board: &Board, objdump: &str, frame_save: &st
         "mychardrv_write is the immediate caller in {direct} of {total} samples:\n{tree:#}"
     );
 }
+
+/// Issue 15's blocking read: `run --off-cpu` of `dd` making READS one-byte reads of
+/// /dev/mychardrv, each waiting read_delay_ms (default 20; 50 here, or
+/// KPROF_BOARD_READ_DELAY_MS) for the simulated device. The off-CPU
+/// report puts READS x 20 ms (within 10 %) under mychardrv_read, in state D (the driver waits
+/// killable), on the path schedule ← … ← mychardrv_read ← vfs_read ← ksys_read.
+pub fn check_blocking_read(board: &Board) {
+    const READS: u64 = 20;
+    let param = "/sys/module/mychardrv/parameters/read_delay_ms";
+    let default_ms: u64 = board
+        .ssh(&format!("cat {param}"))
+        .trim()
+        .parse()
+        .expect("mychardrv has read_delay_ms");
+    assert_eq!(default_ms, 20, "the documented default");
+    // Each wake-up costs the emulated board a couple of ms on top of the delay (QEMU TCG on a
+    // shared host); a longer delay keeps that under the 10 % the test allows.
+    let delay_ms: u64 = std::env::var("KPROF_BOARD_READ_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    board.ssh(&format!("echo {delay_ms} > {param}"));
+    let workload = format!("dd if=/dev/mychardrv of=/dev/null bs=1 count={READS}");
+    let (local, err) = run_and_fetch(board, &["--off-cpu"], &["sh", "-c", &workload]);
+    board.ssh(&format!("echo {default_ms} > {param}"));
+    assert!(err.contains("sched:sched_switch"), "{err}");
+    let json = report_json(
+        board,
+        &local,
+        &board.symbols,
+        &["--off-cpu", "--comm", "dd"],
+    );
+    let read = json["off_cpu"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["symbol"] == "mychardrv_read")
+        .unwrap_or_else(|| panic!("no mychardrv_read in the off-CPU functions: {json:#}"));
+    assert_eq!(read["image"], "mychardrv.ko");
+    assert_eq!(read["times"], READS, "{read}");
+    let want = (READS * delay_ms * 1_000_000) as f64;
+    let got = read["blocked_ns"].as_u64().unwrap() as f64;
+    assert!(
+        (0.9..=1.1).contains(&(got / want)),
+        "blocked {got} ns under mychardrv_read, {READS} reads x {delay_ms} ms = {want} ns"
+    );
+    assert_eq!(
+        read["uninterruptible_ns"], read["blocked_ns"],
+        "killable wait: D"
+    );
+    let path = json["off_cpu"]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["symbol"] == "mychardrv_read")
+        })
+        .expect("a path through mychardrv_read");
+    let names: Vec<&str> = path["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["symbol"].as_str().unwrap())
+        .collect();
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|f| *f == n)
+            .unwrap_or_else(|| panic!("{n} not on the path {names:?}"))
+    };
+    assert!(
+        at("schedule") < at("mychardrv_read")
+            && at("mychardrv_read") + 1 == at("vfs_read")
+            && at("vfs_read") + 1 == at("ksys_read"),
+        "schedule ← … ← mychardrv_read ← vfs_read ← ksys_read: {names:?}"
+    );
+    let (ok, text, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(&local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--off-cpu", "--comm", "dd"]),
+    );
+    assert!(ok, "{err}");
+    assert!(
+        text.contains("mychardrv_read ← vfs_read ← ksys_read"),
+        "{text}"
+    );
+}

@@ -15,6 +15,7 @@
 
 mod address_space;
 mod images;
+mod off_cpu;
 mod records;
 mod resolve;
 mod stacks;
@@ -214,6 +215,7 @@ struct State<'a> {
     marker_image: Option<usize>,
     unwind_stats: unwind::UnwindStats,
     clock: timeline::Clock,
+    switches: off_cpu::Switches,
 }
 
 impl<'a> State<'a> {
@@ -314,6 +316,7 @@ impl<'a> State<'a> {
                     .as_ref()
                     .and_then(|m| m.command.as_ref()?.pid),
             ),
+            switches: off_cpu::Switches::default(),
         }
     }
 }

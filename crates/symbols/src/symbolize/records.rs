@@ -142,6 +142,15 @@ fn read_header(
         st.fixed_periods.push(fixed);
         st.throttles.push(0);
     }
+    use linux_perf_data::linux_perf_event_reader::PerfEventType;
+    let switch = attrs.iter().enumerate().position(|(i, a)| {
+        matches!(a.attr.type_, PerfEventType::Tracepoint(_))
+            && st.profile.events[i].name == super::off_cpu::SWITCH_EVENT
+    });
+    if let Some(e) = switch {
+        let data = perf_file.feature_section_data(linux_perf_data::Feature::TRACING_DATA);
+        st.off_cpu_event(e, data);
+    }
     Ok(())
 }
 
@@ -161,9 +170,14 @@ impl State<'_> {
             .period
             .or(self.fixed_periods.get(e).copied().flatten())
             .unwrap_or(1);
-        self.profile.events[e].total_samples += 1;
-        self.profile.events[e].total_period =
-            self.profile.events[e].total_period.saturating_add(period);
+        // A context switch is counted once paired with its thread's switch-in
+        // (finish_off_cpu), weighing the ns between them.
+        let switch = self.switches.event == Some(e);
+        if !switch {
+            self.profile.events[e].total_samples += 1;
+            self.profile.events[e].total_period =
+                self.profile.events[e].total_period.saturating_add(period);
+        }
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
         let thread = self.thread(pid, tid);
@@ -171,6 +185,11 @@ impl State<'_> {
         self.sample_frames(s, pid, stack_buf);
         let nev = self.profile.events.len();
         let idx = self.intern_stack(thread, stack_buf, nev);
+        if switch {
+            let raw = s.raw.as_ref().map(|r| r.as_slice());
+            self.on_switch(raw.as_deref(), time, s.cpu.unwrap_or(u32::MAX), idx);
+            return;
+        }
         let stack = &mut self.profile.stacks[idx];
         stack.counts[e] += 1;
         stack.periods[e] = stack.periods[e].saturating_add(period);
@@ -289,6 +308,7 @@ impl State<'_> {
                 self.profile.warnings.push(format!("{n} user image(s) {what}: {names}"));
             }
         }
+        self.finish_off_cpu();
         self.event_warnings(capture);
         self.unwind_warnings();
         // perf adds a `dummy` event to system-wide recordings for side-band records only.
@@ -314,6 +334,10 @@ impl State<'_> {
             }
             for s in &mut self.profile.samples {
                 s.event = new_index.get(s.event as usize).copied().unwrap_or(0);
+            }
+            if let Some(off) = &mut self.profile.off_cpu {
+                off.sleeping = new_index[off.sleeping] as usize;
+                off.uninterruptible = new_index[off.uninterruptible] as usize;
             }
         }
         self.finish_times();
@@ -351,6 +375,10 @@ impl State<'_> {
         for (i, e) in self.profile.events.iter().enumerate() {
             let recorded = manifest.and_then(|m| m.events.get(i));
             // perf's side-band `dummy` event never samples, by design.
+            // Off-CPU events count blocked spans, not samples: a capture may have no D at all.
+            if e.name.starts_with("off-cpu:") {
+                continue;
+            }
             if e.total_samples == 0 && !e.name.starts_with("dummy") {
                 let why = match recorded.and_then(|r| r.count.map(|c| (c, r))) {
                     // PERF_TYPE_SOFTWARE: no PMU involved, nothing of the kind happened.
