@@ -5,7 +5,7 @@
 ################################################################################
 
 # A commit of the kprof repository; mychardrv.mk pins the same one.
-KPROF_VERSION = c421921c1be7d3a5d5ab05fbc266d49c7cc53068
+KPROF_VERSION = f056ed4d650de4f097460f5aa8bac72888c3b6b0
 KPROF_SITE = https://github.com/kprof/kprof.git
 KPROF_SITE_METHOD = git
 # The agent is a member of the workspace at the top of the repository: the
