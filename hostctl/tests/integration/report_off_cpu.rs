@@ -480,7 +480,12 @@ fn report_html_off_cpu_labels_blocked_time() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let result = check_in(&page, &shots_dir().join("off-cpu-report"), "1366x768", &[]);
+    let result = check_in(
+        &page,
+        &shots_dir().join("off-cpu-report"),
+        "1366x768",
+        &["0.2:0.6"],
+    );
     let layout = &result["layout"];
     let console: Vec<&Value> = result["console"]
         .as_array()
@@ -509,6 +514,36 @@ fn report_html_off_cpu_labels_blocked_time() {
     assert!(
         html.contains("blocked ns shown</th>"),
         "the header names the unit"
+    );
+    // A dragged window holds the blocked ns of the spans that started in it, as
+    // `report --off-cpu --time` counts them.
+    let drag = &result["drags"][0];
+    let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let range = format!(
+        "{}..{}",
+        secs(drag["window"]["start"].as_u64().unwrap()),
+        secs(drag["window"]["end"].as_u64().unwrap())
+    );
+    let page_ns: u64 = drag["self"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let cli: Value = serde_json::from_str(&ok(&[
+        "report",
+        "--off-cpu",
+        "--time",
+        &range,
+        "--format",
+        "json",
+        b.archive.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert!(page_ns > 0, "blocked time in window {range}");
+    assert_eq!(
+        page_ns, cli["off_cpu"]["blocked_ns"],
+        "window {range}: the page's blocked ns against report --off-cpu --time"
     );
     assert_eq!(
         layout["wide"],
