@@ -9,6 +9,7 @@
 //!
 //! CSS, script and data are inline; no URL outside the file is referenced.
 
+pub mod blocked;
 pub mod data;
 mod escape;
 pub mod model;
@@ -28,10 +29,16 @@ use self::model::percent;
 use crate::Error;
 
 /// What the page shows first, beyond the profile.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
     /// `--ratio A/B`: indices into `Profile::events` of the timeline's ratio track.
     pub ratio: Option<(usize, usize)>,
+    /// Blocked spans of a capture recorded with `--off-cpu` ([`blocked::spans`] of the profile
+    /// before its off-CPU events were taken out): drawn on the thread tracks.
+    pub blocked: Vec<blocked::Span>,
+    /// What the profile's counts are when they are not samples (`report --off-cpu`: blocked
+    /// ns): the page names it in every column and says so under the header.
+    pub unit: Option<&'static str>,
 }
 
 /// Writes the page. `annotation` is the annotated source of one function (`--annotate F`,
@@ -143,10 +150,19 @@ impl Page<'_> {
         if !facts.is_empty() {
             writeln!(out, "<p class=\"meta\">{}</p>", facts.join(" · "))?;
         }
+        let unit = self.options.unit.unwrap_or("samples");
+        let heads = if self.options.unit.is_some() {
+            format!(
+                "<th class=\"n\">{0} shown</th><th class=\"n\">{0} captured</th>",
+                Esc(unit)
+            )
+        } else {
+            "<th class=\"n\">Samples shown</th><th class=\"n\">Samples captured</th>".to_owned()
+        };
         writeln!(
             out,
-            "<table class=\"events\"><thead><tr><th>Event</th><th class=\"n\">Samples shown</th>\
-             <th class=\"n\">Samples captured</th><th class=\"n\">Period sum</th></tr></thead><tbody>"
+            "<table class=\"events\"><thead><tr><th>Event</th>{heads}\
+             <th class=\"n\">Period sum</th></tr></thead><tbody>"
         )?;
         for (event, shown) in self.profile.events.iter().zip(&self.totals) {
             writeln!(
@@ -159,6 +175,16 @@ impl Page<'_> {
             )?;
         }
         writeln!(out, "</tbody></table>")?;
+        if let Some(unit) = self.options.unit {
+            // Blocked ns in a "samples" column would read as a sample count a million times
+            // too large.
+            writeln!(
+                out,
+                "<p class=\"unit-note\" id=\"unit-note\">Every count on this page is <strong>{}</strong>, \
+                 not samples: widths, columns and percentages weigh time (1 ms = 1000000 ns).</p>",
+                Esc(unit)
+            )?;
+        }
         let warnings = &self.profile.warnings;
         if !warnings.is_empty() {
             // A long list would push the timeline off the first screen: folded past three.

@@ -236,6 +236,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     // On-CPU and off-CPU never mix: blocked ns are not samples.
     let had_off_cpu = l.profile.off_cpu.is_some();
+    // The HTML timeline draws them on the thread tracks: the switch-outs in the --time window,
+    // as `report --off-cpu --time` counts them.
+    let blocked: Vec<render::html::blocked::Span> = match args.format {
+        Format::Html => render::html::blocked::spans(&l.profile)
+            .into_iter()
+            .filter(|s| {
+                args.time.is_none_or(|t| {
+                    t.start.is_none_or(|a| s.start >= a) && t.end.is_none_or(|b| s.start < b)
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
     if had_off_cpu && l.profile.events.is_empty() {
         anyhow::bail!(
@@ -351,7 +364,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 Some(f) => annotate_all(&projected, &all, &f)?,
                 None => Vec::new(),
             };
-            let options = render::html::Options { ratio };
+            let options = render::html::Options {
+                ratio,
+                blocked,
+                unit: None,
+            };
             render::html::write_with(p, anns.first(), &options, &mut out)?
         }
         Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
@@ -430,8 +447,12 @@ fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
         Format::Collapsed => render::collapsed::write(&merged(&p, true), &mut out)?,
         Format::Pprof => render::pprof::write(&merged(&p, false), &mut out)?,
         Format::Html => {
-            let m = merged(&p, true);
-            render::html::write(&m, None, &mut out)?
+            let options = render::html::Options {
+                ratio: None,
+                blocked: render::html::blocked::spans(&p),
+                unit: Some("blocked ns"),
+            };
+            render::html::write_with(&merged(&p, true), None, &options, &mut out)?
         }
         Format::Firefox => render::firefox::write(&merged(&p, false), &mut out)?,
     }

@@ -48,7 +48,7 @@ fn record_phases() -> phases::Phases {
 }
 
 /// Where the screenshots are kept for a person to look at.
-fn shots_dir() -> PathBuf {
+pub(crate) fn shots_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("viewer-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -56,13 +56,19 @@ fn shots_dir() -> PathBuf {
 
 /// Runs viewer_check.py on the page at `size` with `drags`; its JSON result.
 fn check(page: &Path, size: &str, drags: &[&str]) -> Value {
+    check_in(page, &shots_dir(), size, drags)
+}
+
+/// [`check`] with the screenshots in `shots`.
+pub(crate) fn check_in(page: &Path, shots: &Path, size: &str, drags: &[&str]) -> Value {
+    std::fs::create_dir_all(shots).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/viewer_check.py");
     // Debian's python3: python3-selenium is installed for it, not for other interpreters.
     let out = run(
         Command::new("/usr/bin/python3")
             .arg(script)
             .arg(page)
-            .arg(shots_dir())
+            .arg(shots)
             .arg(size)
             .args(drags),
         "viewer_check.py (apt-get install chromium-driver python3-selenium)",
@@ -88,10 +94,16 @@ fn perf_cpus(perf_data: &Path) -> usize {
 
 /// Self samples per `image:function` of `kprofctl report --time A..B [--no-idle] --format
 /// json` (the page leaves the idle loop out by default, as the text summary does).
-fn cli_window(dir: &Path, start_ns: u64, end_ns: u64, no_idle: bool) -> BTreeMap<String, u64> {
+pub(crate) fn cli_window(
+    dir: &Path,
+    capture: &str,
+    start_ns: u64,
+    end_ns: u64,
+    no_idle: bool,
+) -> BTreeMap<String, u64> {
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let range = format!("{}..{}", secs(start_ns), secs(end_ns));
-    let mut args = vec!["report", "perf.data", "--symbols", ".", "--time", &range];
+    let mut args = vec!["report", capture, "--symbols", ".", "--time", &range];
     if no_idle {
         args.push("--no-idle");
     }
@@ -111,7 +123,7 @@ fn cli_window(dir: &Path, start_ns: u64, end_ns: u64, no_idle: bool) -> BTreeMap
 
 /// The page's and the CLI's self samples per function are the same; else the functions that
 /// differ.
-fn same_counts(page: &BTreeMap<String, u64>, cli: &BTreeMap<String, u64>, what: &str) {
+pub(crate) fn same_counts(page: &BTreeMap<String, u64>, cli: &BTreeMap<String, u64>, what: &str) {
     let differ: Vec<(&String, Option<&u64>, Option<&u64>)> = page
         .keys()
         .chain(cli.keys())
@@ -125,7 +137,7 @@ fn same_counts(page: &BTreeMap<String, u64>, cli: &BTreeMap<String, u64>, what: 
     assert!(!page.is_empty(), "{what}: samples in the window");
 }
 
-fn layout_ok(result: &Value, what: &str) {
+pub(crate) fn layout_ok(result: &Value, what: &str) {
     let layout = &result["layout"];
     assert!(
         layout["scrollWidth"].as_u64() <= layout["clientWidth"].as_u64(),
@@ -246,7 +258,11 @@ fn report_html_viewer_two_phases_in_chromium() {
             .iter()
             .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
             .collect();
-        same_counts(&page_counts, &cli_window(dir, start, end, true), label);
+        same_counts(
+            &page_counts,
+            &cli_window(dir, "perf.data", start, end, true),
+            label,
+        );
         // The machine may be busy with other work (the capture is system-wide): the phase
         // is judged within the workload.
         let top = page_counts
@@ -286,7 +302,7 @@ fn report_html_viewer_two_phases_in_chromium() {
         .collect();
     same_counts(
         &page_counts,
-        &cli_window(dir, start, end, false),
+        &cli_window(dir, "perf.data", start, end, false),
         "idle included",
     );
 }

@@ -357,3 +357,197 @@ fn report_off_cpu_capture_without_switches_refused() {
     assert_clear_failure(&out, "the capture has no context switches");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--off-cpu"));
 }
+
+/// Blocked ns per thread id in `report --off-cpu --format json`'s call paths.
+fn blocked_by_tid(v: &Value) -> std::collections::BTreeMap<i64, u64> {
+    let mut by = std::collections::BTreeMap::new();
+    for p in v["off_cpu"]["paths"].as_array().unwrap() {
+        *by.entry(p["thread"]["tid"].as_i64().unwrap()).or_insert(0) +=
+            p["blocked_ns"].as_u64().unwrap();
+    }
+    by
+}
+
+/// The HTML viewer of an agent `--off-cpu` capture in Chromium at 1366 px: no console error,
+/// the S/D legend, the blocking program's thread track carries blocked time (S, from
+/// nanosleep) equal to `report --off-cpu`'s for that thread within 1 %, and a dragged range
+/// still gives exactly `report --time`'s functions.
+#[test]
+fn report_html_off_cpu_thread_blocked_spans_in_chromium() {
+    use crate::render_viewer::{check_in, cli_window, layout_ok, same_counts, shots_dir};
+    let b = sleeping();
+    let dir = b._dir.path();
+    let archive = b.archive.to_str().unwrap();
+    let page = dir.join("on-cpu.html");
+    let out = kprofctl(&[
+        "report",
+        archive,
+        "--symbols",
+        dir.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = check_in(
+        &page,
+        &shots_dir().join("off-cpu"),
+        "1366x768",
+        &["0.2:0.6"],
+    );
+    layout_ok(&result, "off-CPU capture, on-CPU page");
+    let layout = &result["layout"];
+    let legend = layout["legend"].as_str().unwrap();
+    assert!(
+        legend.contains("blocked, sleeping (S)") && legend.contains("blocked, uninterruptible (D)"),
+        "{legend}"
+    );
+    let report = blocked_by_tid(&off_cpu_json(b));
+    let track = layout["threadTracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["label"].as_str().unwrap().starts_with("blocking "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no track of the blocking thread: {}",
+                layout["threadTracks"]
+            )
+        });
+    let tid: i64 = track["label"].as_str().unwrap()["blocking ".len()..]
+        .parse()
+        .unwrap();
+    let (s, d) = (
+        track["blockedS"]
+            .as_u64()
+            .expect("blocked S ns on the track"),
+        track["blockedD"]
+            .as_u64()
+            .expect("blocked D ns on the track"),
+    );
+    let want = report[&tid];
+    let ratio = (s + d) as f64 / want as f64;
+    assert!(
+        (0.99..=1.01).contains(&ratio),
+        "track of tid {tid}: {s} + {d} ns blocked, report --off-cpu {want} ns"
+    );
+    assert!(s > d, "nanosleep blocks in S: S {s} ns, D {d} ns");
+    assert!(
+        track["paintedPixels"].as_u64().unwrap() > 0,
+        "the track is drawn"
+    );
+    let drag = &result["drags"][0];
+    let (start, end) = (
+        drag["window"]["start"].as_u64().unwrap(),
+        drag["window"]["end"].as_u64().unwrap(),
+    );
+    let page_counts: std::collections::BTreeMap<String, u64> = drag["self"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    same_counts(
+        &page_counts,
+        &cli_window(dir, archive, start, end, true),
+        "a window of the off-CPU capture",
+    );
+}
+
+/// `report --off-cpu --format html` says its counts are blocked ns, shows them as ms in the
+/// functions table, and opens in Chromium without a console error.
+#[test]
+fn report_html_off_cpu_labels_blocked_time() {
+    use crate::render_viewer::{check_in, shots_dir};
+    let b = sleeping();
+    let page = b._dir.path().join("off-cpu.html");
+    let out = kprofctl(&[
+        "report",
+        "--off-cpu",
+        b.archive.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = check_in(
+        &page,
+        &shots_dir().join("off-cpu-report"),
+        "1366x768",
+        &["0.2:0.6"],
+    );
+    let layout = &result["layout"];
+    let console: Vec<&Value> = result["console"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    assert!(
+        layout["unitNote"].as_str().unwrap().contains("blocked ns"),
+        "{}",
+        layout["unitNote"]
+    );
+    let heads: Vec<&str> = layout["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert!(heads.contains(&"off_cpu_ns self ms"), "{heads:?}");
+    // The header's total is the report's blocked ns, named as such.
+    let v = off_cpu_json(b);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let total = format!("<td class=\"n\">{}</td>", v["off_cpu"]["blocked_ns"]);
+    assert!(html.contains(&total), "the header shows {total}");
+    assert!(
+        html.contains("blocked ns shown</th>"),
+        "the header names the unit"
+    );
+    // A dragged window holds the blocked ns of the spans that started in it, as
+    // `report --off-cpu --time` counts them.
+    let drag = &result["drags"][0];
+    let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let range = format!(
+        "{}..{}",
+        secs(drag["window"]["start"].as_u64().unwrap()),
+        secs(drag["window"]["end"].as_u64().unwrap())
+    );
+    let page_ns: u64 = drag["self"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let cli: Value = serde_json::from_str(&ok(&[
+        "report",
+        "--off-cpu",
+        "--time",
+        &range,
+        "--format",
+        "json",
+        b.archive.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert!(page_ns > 0, "blocked time in window {range}");
+    assert_eq!(
+        page_ns, cli["off_cpu"]["blocked_ns"],
+        "window {range}: the page's blocked ns against report --off-cpu --time"
+    );
+    assert_eq!(
+        layout["wide"],
+        serde_json::json!([]),
+        "nothing past the right edge"
+    );
+}

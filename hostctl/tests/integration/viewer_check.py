@@ -64,8 +64,15 @@ out.threadTracks = Array.prototype.map.call(document.querySelectorAll('#tl .trac
   var cv = t.querySelector('canvas'), g = cv.getContext('2d');
   var px = g.getImageData(0, 0, cv.width, cv.height).data, n = 0;
   for (var i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
-  return {thread: +t.getAttribute('data-thread'), label: t.textContent, paintedPixels: n};
+  // Blocked time (captures recorded with --off-cpu): what the track draws in its lower strip.
+  var bs = t.getAttribute('data-blocked-s-ns'), bd = t.getAttribute('data-blocked-d-ns');
+  return {thread: +t.getAttribute('data-thread'), label: t.textContent, paintedPixels: n,
+          blockedS: bs === null ? null : +bs, blockedD: bd === null ? null : +bd,
+          title: t.querySelector('.lbl').title};
 });
+out.legend = (document.querySelector('#tl .legend') || {}).textContent || '';
+out.unitNote = (document.getElementById('unit-note') || {}).textContent || '';
+out.heads = Array.prototype.map.call(document.querySelectorAll('#functions-table thead th'), function (h) { return h.textContent; });
 out.firstRow = rows.length ? rows[0].textContent : '';
 out.timelineDrawn = performance.getEntriesByName('kprof-timeline-drawn').length > 0;
 return out;

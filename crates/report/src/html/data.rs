@@ -91,7 +91,7 @@ pub fn build(
         p
     };
 
-    let bins = timeline::Bins::build(profile, &page_of, &thread_comm);
+    let bins = timeline::Bins::build(profile, &page_of, &thread_comm, options.unit.is_some());
 
     json!({
         "events": profile.events.iter().map(|e| json!({
@@ -133,6 +133,8 @@ pub fn build(
             "function": line_rows.iter().map(|&(_, _, f)| f as u64).collect::<Packed>().finish(),
         },
         "time": bins.to_json(),
+        "blocked": super::blocked::to_json(&super::blocked::bin(profile, &options.blocked, bins.width(), bins.count())),
+        "unit": options.unit,
         "ratio": options.ratio.filter(|&(a, b)| a != b && a.max(b) < nev).map(|(a, b)| [a, b]),
         "annotation": annotation.map(|a| annotation_json(profile, a, ann.as_ref().map(|i| i.function))),
     })

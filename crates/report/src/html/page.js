@@ -6,6 +6,10 @@
   var $ = function (id) { return document.getElementById(id); };
   var NEV = D.events.length;
   var TREE_MIN = 0.1, TREE_OPEN = 5, PAGE = 100, HOT_LINES = 50, THREADS_SHOWN = 8;
+  // What the counts are: samples, or blocked ns for `report --off-cpu` (html.rs Options::unit).
+  var UNIT = D.unit || "samples";
+  // Blocked ns read better as ms in a narrow column.
+  function fmtSelf(v) { return D.unit ? (v / 1e6).toFixed(1) : v; }
 
   // Varint arrays: base64 of LEB128 (html/pack.rs).
   function unpack(b64, n, signed) {
@@ -166,6 +170,7 @@
     });
     fnRows.forEach(function (f, i) { rank[f] = i + 1; });
   }
+  if (D.unit) $("fn-note").textContent = "Self: " + UNIT + " in the function itself, shown as ms. Total: with the function anywhere on the call stack. Click a header to sort.";
   var rank = new Int32Array(NF);
   var fnColumns = (function () {
     var cols = [
@@ -174,7 +179,7 @@
       { head: "Image", cls: "fn", share: 0.2, v: function (f) { return fnImg(f).toLowerCase(); }, t: function (f) { return fnImg(f); } }
     ];
     D.events.forEach(function (ev, e) {
-      cols.push({ head: ev.name + " self", cls: "n", w: "92px", v: function (f) { return fnSelf[e][f]; }, t: function (f) { return fnSelf[e][f]; } });
+      cols.push({ head: ev.name + (D.unit ? " self ms" : " self"), cls: "n", w: "92px", v: function (f) { return fnSelf[e][f]; }, t: function (f) { return fmtSelf(fnSelf[e][f]); } });
       cols.push({ head: ev.name + " self %", cls: "n", w: "92px", v: function (f) { return fnSelf[e][f]; }, t: function (f) { return fmtPct(fnSelf[e][f], totals[e]); } });
       cols.push({ head: ev.name + " total %", cls: "n", w: "92px", v: function (f) { return fnTotal[e][f]; }, t: function (f) { return fmtPct(fnTotal[e][f], totals[e]); } });
     });
@@ -314,7 +319,7 @@
     if (folded) {
       var d = document.createElement("div");
       d.className = "leaf note";
-      d.textContent = folded + " smaller path(s), " + foldedCount + " samples";
+      d.textContent = folded + " smaller path(s), " + foldedCount + " " + UNIT;
       el.appendChild(d);
     }
   }
@@ -323,7 +328,7 @@
     box.innerHTML = "";
     treeBudget = all ? 3000 : 0;
     fillTree(box, 0, all);
-    $("tree-note").textContent = "Top-down, per command; percentages of the " + totals[0] + " samples of " +
+    $("tree-note").textContent = "Top-down, per command; percentages of the " + totals[0] + " " + UNIT + " of " +
       D.events[0].name + " in view. Paths under " + TREE_MIN + "% of every event are folded.";
   }
   document.querySelectorAll("button[data-tree]").forEach(function (b) {
@@ -400,7 +405,7 @@
     }
     flame.rects = rects; flame.height = height; flame.row = ROW;
     $("flame-note").textContent = (flame.search ? "matched " + fmtPct(matched, totals[e]) + " · " : "") +
-      (root ? "zoomed to " + nodeLabel(root) : totals[e] + " samples of " + D.events[e].name);
+      (root ? "zoomed to " + nodeLabel(root) : totals[e] + " " + UNIT + " of " + D.events[e].name);
   }
   function flameHit(ev) {
     var r0 = $("flame").getBoundingClientRect(), x = ev.clientX - r0.left, y = ev.clientY - r0.top;
@@ -416,7 +421,7 @@
     var n = flameHit(ev), tip = $("flame-tip");
     if (n <= 0) { tip.hidden = true; return; }
     var e = flame.event;
-    tip.textContent = nodeLabel(n) + (parent[n] === 0 ? "" : " (" + fnImg(nodeFn(n)) + ")") + " — " + nodeCount[e][n] + " samples, " + fmtPct(nodeCount[e][n], totals[e]);
+    tip.textContent = nodeLabel(n) + (parent[n] === 0 ? "" : " (" + fnImg(nodeFn(n)) + ")") + " — " + nodeCount[e][n] + " " + UNIT + ", " + fmtPct(nodeCount[e][n], totals[e]);
     tip.hidden = false;
     var box = $("flame-box").getBoundingClientRect();
     tip.style.left = Math.min(ev.clientX - box.left + 12, box.width - tip.offsetWidth - 4) + "px";
@@ -438,14 +443,14 @@
         if (stAsm[s] >= 0) asm[stAsm[s]] += c;
         if (A.fn != null ? stSelf[s] === A.fn : (stSrc[s] >= 0 || stAsm[s] >= 0)) total += c;
       }
-      var html = ["<h3><code>" + esc(A["function"]) + "</code></h3><p class=\"meta\">" + total + " samples of " +
+      var html = ["<h3><code>" + esc(A["function"]) + "</code></h3><p class=\"meta\">" + total + " " + UNIT + " of " +
         esc(D.events[e].name) + " in the function itself" + (whole() ? "" : " in the selected window") + "; percentages of those.</p>"];
       A.notes.forEach(function (n) { html.push("<p class=\"note\">" + esc(n) + "</p>"); });
       [["Source lines", A.source, src], ["Disassembly", A.asm, asm]].forEach(function (part) {
         if (!part[1].length) return;
         var max = 0;
         part[2].forEach(function (v) { if (v > max) max = v; });
-        html.push("<h4>" + part[0] + "</h4><div class=\"scroll\"><table class=\"listing\"><thead><tr><th class=\"n\">samples</th><th class=\"n\">%</th><th class=\"n\">line</th><th>code</th></tr></thead><tbody>");
+        html.push("<h4>" + part[0] + "</h4><div class=\"scroll\"><table class=\"listing\"><thead><tr><th class=\"n\">" + UNIT + "</th><th class=\"n\">%</th><th class=\"n\">line</th><th>code</th></tr></thead><tbody>");
         part[1].forEach(function (row, i) {
           if (row[0]) { html.push("<tr class=\"file\"><td></td><td></td><td></td><td>" + esc(row[2]) + "</td></tr>"); return; }
           var n = part[2][i], cls = max > 0 && n * 2 >= max ? " class=\"hot\"" : n > 0 ? " class=\"warm\"" : "";
@@ -473,7 +478,7 @@
   }
   (function () {
     var heads = ["Source line", "Function", "Image"], widths = ["auto", "28%", "12%"];
-    D.events.forEach(function (ev) { heads.push(ev.name + " samples", ev.name + " %"); widths.push("100px", "80px"); });
+    D.events.forEach(function (ev) { heads.push(ev.name + " " + UNIT, ev.name + " %"); widths.push("100px", "80px"); });
     $("lines-cols").innerHTML = widths.map(function (w) { return "<col style=\"width:" + w + "\">"; }).join("");
     $("lines-table").tHead.innerHTML = "<tr>" + heads.map(function (h, i) { return "<th" + (i > 2 ? " class=\"n\"" : "") + ">" + esc(h) + "</th>"; }).join("") + "</tr>";
   })();
@@ -494,6 +499,28 @@
   }
   var cpuTracks = T.cpus.map(function (c) { var d = decodeTrack(c, [["comm", true], ["busy"], ["all"]]); d.cpu = c.cpu; return d; });
   var threadTracks = T.threads.map(function (t) { var d = decodeTrack(t, [["count"]]); d.thread = t.thread; return d; });
+  // Blocked ns per bin and state (html/blocked.rs), on the same tracks; a thread that only
+  // blocked gets a track of its own.
+  var BLOCKED = D.blocked || [];
+  (function () {
+    if (!BLOCKED.length) return;
+    var byThread = {}, samples = 0, blockedAll = 0;
+    threadTracks.forEach(function (t) { byThread[t.thread] = t; t.samples = 0; for (var i = 0; i < t.count.length; i++) t.samples += t.count[i]; samples += t.samples; });
+    BLOCKED.forEach(function (b) {
+      var d = decodeTrack(b, [["s"], ["d"]]), t = byThread[b.thread];
+      if (!t) { t = { bin: new Float64Array(0), count: new Float64Array(0), thread: b.thread, samples: 0 }; byThread[b.thread] = t; threadTracks.push(t); }
+      t.blocked = d;
+      t.blockedS = 0; t.blockedD = 0;
+      for (var i = 0; i < d.bin.length; i++) { t.blockedS += d.s[i]; t.blockedD += d.d[i]; }
+      blockedAll += t.blockedS + t.blockedD;
+    });
+    // Busiest or most blocked first: the larger of a thread's share of the samples and of the
+    // blocked time.
+    var share = function (t) { return Math.max(samples ? t.samples / samples : 0, blockedAll && t.blocked ? (t.blockedS + t.blockedD) / blockedAll : 0); };
+    threadTracks.sort(function (a, b) { return share(b) - share(a) || a.thread - b.thread; });
+  })();
+  var THREAD_H = BLOCKED.length ? 20 : 14, BLOCKED_H = 6, BLOCKED_S = "#8c99a8", BLOCKED_D = "#1f1f1f";
+  function ms(ns) { return (ns / 1e6).toFixed(1); }
   var showAllThreads = false;
   function trackRow(kind, label, title, height) {
     var row = document.createElement("div");
@@ -544,9 +571,15 @@
     threads.forEach(function (t) { for (var i = 0; i < t.bin.length; i++) if (t.count[i] > max) max = t.count[i]; });
     shown.forEach(function (t) {
       var th = D.threads[t.thread] || [0, 0, 0];
-      var r = trackRow("thread", comm(th[2]) + " " + th[1], comm(th[2]) + " pid " + th[0] + " tid " + th[1], 14);
+      var title = comm(th[2]) + " pid " + th[0] + " tid " + th[1];
+      if (t.blocked) title += ": blocked " + ms(t.blockedS + t.blockedD) + " ms (S " + ms(t.blockedS) + " ms, D " + ms(t.blockedD) + " ms), the lower strip";
+      var r = trackRow("thread", comm(th[2]) + " " + th[1], title, THREAD_H);
       r.setAttribute("data-thread", t.thread);
-      rows.push([r, function (g) { drawThread(g, t, max, th[2], 14); }, 14]);
+      if (t.blocked) {
+        r.setAttribute("data-blocked-s-ns", t.blockedS);
+        r.setAttribute("data-blocked-d-ns", t.blockedD);
+      }
+      rows.push([r, function (g) { drawThread(g, t, max, th[2], THREAD_H); }, THREAD_H]);
     });
     rows.forEach(function (r) { box.appendChild(r[0]); });
     if (threads.length > THREADS_SHOWN) {
@@ -564,6 +597,9 @@
     legend.innerHTML = Object.keys(seen).sort(function (a, b) { return seen[b] - seen[a]; }).slice(0, 12).map(function (c) {
       return "<span><i style=\"background:" + commColour(+c) + "\"></i>" + esc(comm(+c)) + "</span>";
     }).join("");
+    if (BLOCKED.length) {
+      legend.innerHTML += "<span><i class=\"blocked-s\"></i>blocked, sleeping (S)</span><span><i class=\"blocked-d\"></i>blocked, uninterruptible (D)</span>";
+    }
     var kinds = {};
     T.markers.forEach(function (m) { kinds[m[1]] = m[1] === "lost" ? "samples lost" : m[2]; });
     Object.keys(kinds).forEach(function (k) { legend.innerHTML += "<span><i class=\"mk " + k + "\"></i>" + esc(kinds[k]) + "</span>"; });
@@ -701,10 +737,25 @@
     g.globalAlpha = 1;
   }
   function drawThread(g, t, max, c, h) {
+    // With blocked time, on-CPU samples above and blocked time in a strip below.
+    var top = BLOCKED.length ? h - BLOCKED_H - 1 : h;
     g.fillStyle = commColour(c);
     for (var i = 0; i < t.bin.length; i++) {
-      var y = Math.max(2, t.count[i] / max * (h - 2));
-      g.fillRect(binX(t.bin[i]), h - y, Math.max(1, binX(t.bin[i] + 1) - binX(t.bin[i])), y);
+      var y = Math.max(2, t.count[i] / max * (top - 2));
+      g.fillRect(binX(t.bin[i]), top - y, Math.max(1, binX(t.bin[i] + 1) - binX(t.bin[i])), y);
+    }
+    var b = t.blocked;
+    if (!b) return;
+    // Grey and black: no command's colour (hues at 52 % lightness) is either.
+    // Each bin's blocked ns as a share of its width, S then D: a thread blocked all the
+    // bin long fills it.
+    for (i = 0; i < b.bin.length; i++) {
+      var x = binX(b.bin[i]), w = binX(b.bin[i] + 1) - x;
+      var ws = Math.min(1, b.s[i] / W) * w, wd = Math.min(1 - ws / w, b.d[i] / W) * w;
+      g.fillStyle = BLOCKED_S;
+      if (b.s[i] > 0) g.fillRect(x, h - BLOCKED_H, Math.max(1, ws), BLOCKED_H);
+      g.fillStyle = BLOCKED_D;
+      if (b.d[i] > 0) g.fillRect(x + ws, h - BLOCKED_H, Math.max(1, wd), BLOCKED_H);
     }
   }
 
@@ -768,7 +819,7 @@
     renderTree(false);
     renderSource();
     if (state.tab === "flamegraph") drawFlame();
-    if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " samples";
+    if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " " + UNIT;
     $("idle-note").textContent = idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle sample" + (idleSamples === 1 ? "" : "s") + " left out, as in the text summary)" : "";
     if (!document.body.hasAttribute("data-ready")) performance.mark("kprof-views-ready");
     document.body.setAttribute("data-ready", "1");

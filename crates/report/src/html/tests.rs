@@ -453,3 +453,56 @@ fn render_html_chromium_window_link_filters_functions() {
         "the driver ran after the window"
     );
 }
+
+/// With a unit (`report --off-cpu`'s blocked ns as counts), the bins weigh each sample by its
+/// period: stack by stack they sum to the counts, so a window of all bins is the whole page.
+#[test]
+fn write_html_unit_bins_weigh_periods() {
+    let mut profile = timed_fixture();
+    let nev = profile.events.len();
+    for st in &mut profile.stacks {
+        st.counts = vec![0; nev];
+    }
+    for s in &profile.samples {
+        profile.stacks[s.stack as usize].counts[s.event as usize] += s.period;
+    }
+    for (e, ev) in profile.events.iter_mut().enumerate() {
+        ev.total_samples = profile.stacks.iter().map(|s| s.counts[e]).sum();
+    }
+    let options = Options {
+        unit: Some("blocked ns"),
+        ..Options::default()
+    };
+    let mut html = Vec::new();
+    write_with(&profile, None, &options, &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    assert!(html.contains("id=\"unit-note\"") && html.contains("blocked ns shown</th>"));
+    let data = data_of(&html);
+    assert_eq!(data["unit"], "blocked ns");
+    let stacks = data["stacks"]["n"].as_u64().unwrap() as usize;
+    for (e, event) in data["time"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let (runs, ids, counts) = (
+            unpack(&event["bin"]),
+            unpack(&event["stack"]),
+            unpack(&event["count"]),
+        );
+        let mut sums = vec![0u64; stacks];
+        let (mut bin, mut stack) = (0, 0);
+        for ((db, ds), c) in runs.iter().zip(&ids).zip(&counts) {
+            if *db != 0 {
+                (bin, stack) = (bin + db, 0);
+            }
+            stack += ds;
+            sums[stack as usize] += c;
+        }
+        assert_eq!(sums, unpack(&data["stacks"]["counts"][e]), "event {e}");
+    }
+    assert!(unpack(&data["stacks"]["counts"][0])
+        .iter()
+        .any(|c| *c >= 1_000_000));
+}

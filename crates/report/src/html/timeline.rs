@@ -78,8 +78,15 @@ pub struct Bins {
 
 impl Bins {
     /// Bins of the profile's samples, with `page_of` mapping profile stacks to the page's
-    /// merged stacks.
-    pub fn build(profile: &Profile, page_of: &[u32], thread_comm: &[usize]) -> Bins {
+    /// merged stacks. With `by_period`, a sample weighs its period instead of 1: the stack
+    /// counts of a profile whose counts are not samples (`report --off-cpu`'s blocked ns) are
+    /// those periods, and a window must sum to them.
+    pub fn build(
+        profile: &Profile,
+        page_of: &[u32],
+        thread_comm: &[usize],
+        by_period: bool,
+    ) -> Bins {
         let duration = duration(profile);
         let markers = markers(profile);
         if profile.samples.is_empty() {
@@ -108,8 +115,9 @@ impl Bins {
                 continue;
             };
             let bin = (s.time / width).min(count - 1);
+            let weight = if by_period { s.period } else { 1 };
             if let Some(list) = per_event.get_mut(event) {
-                *list.entry(bin << 32 | u64::from(page)).or_default() += 1;
+                *list.entry(bin << 32 | u64::from(page)).or_default() += weight;
                 periods[event][bin as usize] += s.period;
             }
             if event != 0 {
@@ -122,9 +130,9 @@ impl Bins {
                 thread_comm.get(stack.thread).copied().unwrap_or(0) as u32
             };
             if s.cpu != u32::MAX {
-                *per_cpu.entry((s.cpu, bin, comm)).or_default() += 1;
+                *per_cpu.entry((s.cpu, bin, comm)).or_default() += weight;
             }
-            *per_thread.entry((stack.thread as u32, bin)).or_default() += 1;
+            *per_thread.entry((stack.thread as u32, bin)).or_default() += weight;
         }
 
         let events = per_event
@@ -212,6 +220,16 @@ impl Bins {
             threads: threads.into_iter().map(|(t, _, b, c)| (t, b, c)).collect(),
             markers,
         }
+    }
+
+    /// Bin width in ns (0 without per-sample times).
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Number of bins.
+    pub fn count(&self) -> u64 {
+        self.count
     }
 
     /// The page's `time` object.
