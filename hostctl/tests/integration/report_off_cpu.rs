@@ -374,7 +374,7 @@ fn blocked_by_tid(v: &Value) -> std::collections::BTreeMap<i64, u64> {
 /// still gives exactly `report --time`'s functions.
 #[test]
 fn report_html_off_cpu_thread_blocked_spans_in_chromium() {
-    use crate::render_viewer::{check_in, cli_window, layout_ok, same_counts, shots_dir};
+    use crate::render_viewer::{check_in, cli_window, layout_ok, shots_dir};
     let b = sleeping();
     let dir = b._dir.path();
     let archive = b.archive.to_str().unwrap();
@@ -452,10 +452,11 @@ fn report_html_off_cpu_thread_blocked_spans_in_chromium() {
         .iter()
         .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
         .collect();
-    same_counts(
-        &page_counts,
-        &cli_window(dir, archive, start, end, true),
-        "a window of the off-CPU capture",
+    // The sleeper may have no on-CPU sample in the window: then both must be empty.
+    assert_eq!(
+        page_counts,
+        cli_window(dir, archive, start, end, true),
+        "a window of the off-CPU capture: page against --time"
     );
 }
 

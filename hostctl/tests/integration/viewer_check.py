@@ -8,10 +8,12 @@ Usage: viewer_check.py PAGE.html SHOTS_DIR WIDTHxHEIGHT [FROM:TO ...]
 """
 import json
 import sys
+import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -84,6 +86,18 @@ def layout(d):
 
 
 def drag(d, frm, to):
+    # The timeline is redrawn (and its layer replaced) after a window changes or the page
+    # settles: an element found just before may be stale by the time it is measured.
+    for attempt in range(5):
+        try:
+            return drag_once(d, frm, to)
+        except StaleElementReferenceException:
+            if attempt == 4:
+                raise
+            time.sleep(0.2)
+
+
+def drag_once(d, frm, to):
     layer = d.find_element(By.ID, "tl-layer")
     w = layer.size["width"]
     h = layer.size["height"]

@@ -80,7 +80,7 @@ impl Layout {
 }
 
 /// One context switch as read.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Switch {
     time: u64,
     cpu: u32,
@@ -172,7 +172,6 @@ impl State<'_> {
         let mut switches = std::mem::take(&mut self.switches.read);
         // Records of a file are in time order per CPU only.
         switches.sort_by_key(|s| s.time);
-        let mut out: HashMap<i32, Switch> = HashMap::new();
         let mut seen: HashMap<i32, (u64, u64)> = HashMap::new();
         let mut off = OffCpu {
             sleeping: s_event,
@@ -186,38 +185,21 @@ impl State<'_> {
                 e.1 = e.1.max(t);
             }
         };
-        let on_cpu = self.on_cpu_times(s_event);
-        let mut missed = 0u64;
         for sw in &switches {
             see(sw.prev, sw.time);
             see(sw.next, sw.time);
-            let ended = match out.remove(&sw.next) {
-                Some(o) => Some((o, sw.time)),
-                // Switched out again without a switch-in in between: the kernel did not report
-                // that switch-in (some kernels drop idle → task switches of a CPU). The thread
-                // ran before this switch-out, from its first on-CPU sample if one came first.
-                None => out.remove(&sw.prev).map(|o| {
-                    missed += 1;
-                    let first_run = on_cpu.get(&sw.prev).and_then(|ts| {
-                        let i = ts.partition_point(|t| *t <= o.time);
-                        ts.get(i).copied()
-                    });
-                    (o, first_run.map_or(sw.time, |t| t.min(sw.time)))
-                }),
+        }
+        let on_cpu = self.on_cpu_times(s_event);
+        let (spans, out) = pair_spans(&switches, &on_cpu);
+        let mut missed = 0u64;
+        for span in &spans {
+            missed += u64::from(span.missed_switch_in);
+            let e = if span.out.state & STATE_D != 0 {
+                d_event
+            } else {
+                s_event
             };
-            if let Some((o, end)) = ended {
-                let e = if o.state & STATE_D != 0 {
-                    d_event
-                } else {
-                    s_event
-                };
-                self.count_blocked(&o, e, end.saturating_sub(o.time));
-            }
-            // The idle task (pid 0) never blocks; a thread switched out while runnable is
-            // preempted, not blocked.
-            if sw.prev != 0 && sw.state & (STATE_S | STATE_D) != 0 {
-                out.insert(sw.prev, *sw);
-            }
+            self.count_blocked(&span.out, e, span.end.saturating_sub(span.out.time));
         }
         off.unmatched = out.len() as u64;
         off.missed_switch_ins = missed;
@@ -280,6 +262,56 @@ impl State<'_> {
     }
 }
 
+/// A blocked span: the switch-out that began it and when the thread ran again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    out: Switch,
+    end: u64,
+    /// The kernel reported no switch-in: the span ends at the thread's first on-CPU sample
+    /// after it, or at its next switch-out.
+    missed_switch_in: bool,
+}
+
+/// Pairs every switch-out in S or D (`switches` sorted by time) with its thread's next
+/// switch-in. Returns the spans, and the switch-outs still open at the end by thread.
+fn pair_spans(
+    switches: &[Switch],
+    on_cpu: &HashMap<i32, Vec<u64>>,
+) -> (Vec<Span>, HashMap<i32, Switch>) {
+    let mut out: HashMap<i32, Switch> = HashMap::new();
+    let mut spans = Vec::new();
+    for sw in switches {
+        // The thread switched in ends its span. The thread switched out may have one open
+        // too, when the kernel did not report its switch-in (some kernels drop idle → task
+        // switches of a CPU): it ran before this switch-out, from its first on-CPU sample if
+        // one came first. Both can happen at one switch, so each is looked at.
+        if let Some(o) = out.remove(&sw.next) {
+            spans.push(Span {
+                out: o,
+                end: sw.time,
+                missed_switch_in: false,
+            });
+        }
+        if let Some(o) = out.remove(&sw.prev) {
+            let first_run = on_cpu.get(&sw.prev).and_then(|ts| {
+                let i = ts.partition_point(|t| *t <= o.time);
+                ts.get(i).copied()
+            });
+            spans.push(Span {
+                out: o,
+                end: first_run.map_or(sw.time, |t| t.min(sw.time)),
+                missed_switch_in: true,
+            });
+        }
+        // The idle task (pid 0) never blocks; a thread switched out while runnable is
+        // preempted, not blocked.
+        if sw.prev != 0 && sw.state & (STATE_S | STATE_D) != 0 {
+            out.insert(sw.prev, *sw);
+        }
+    }
+    (spans, out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,5 +338,58 @@ mod tests {
             Some((32, 4))
         );
         assert_eq!(Layout::from_tracing_data(b"name: sched_wakeup\n"), None);
+    }
+    fn switch(time: u64, prev: i32, state: u64, next: i32) -> Switch {
+        Switch {
+            time,
+            cpu: 0,
+            prev,
+            state,
+            next,
+            stack: prev as u32,
+        }
+    }
+
+    /// A sleep ends at the thread's switch-in, a preemption (state R) opens no span, and a
+    /// thread still asleep at the end stays open.
+    #[test]
+    fn pair_spans_switches_sleep_until_switch_in() {
+        let sw = [
+            switch(10, 7, STATE_S, 0),
+            switch(15, 8, 0, 0),
+            switch(30, 0, 0, 7),
+            switch(40, 7, STATE_D, 9),
+        ];
+        let (spans, open) = pair_spans(&sw, &HashMap::new());
+        assert_eq!(
+            spans
+                .iter()
+                .map(|s| (s.out.time, s.end, s.missed_switch_in))
+                .collect::<Vec<_>>(),
+            [(10, 30, false)]
+        );
+        assert_eq!(open.keys().copied().collect::<Vec<_>>(), [7]);
+    }
+
+    /// A switch-in the kernel did not report: the thread's next switch-out, which also
+    /// switches in another sleeper, ends both spans — neither is dropped — and the missed one
+    /// ends at the thread's first on-CPU sample.
+    #[test]
+    fn pair_spans_switches_missed_switch_in_keeps_both() {
+        let sw = [
+            switch(10, 7, STATE_S, 0),
+            switch(12, 9, STATE_S, 0),
+            // 7's switch-in is missing; it runs (sample at 25) and sleeps again, switching 9 in.
+            switch(40, 7, STATE_S, 9),
+        ];
+        let on_cpu = HashMap::from([(7, vec![25u64, 30])]);
+        let (spans, open) = pair_spans(&sw, &on_cpu);
+        let mut got: Vec<_> = spans
+            .iter()
+            .map(|s| (s.out.prev, s.out.time, s.end, s.missed_switch_in))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, [(7, 10, 25, true), (9, 12, 40, false)]);
+        assert_eq!(open.keys().copied().collect::<Vec<_>>(), [7]);
     }
 }
