@@ -368,38 +368,39 @@ fn blocked_by_tid(v: &Value) -> std::collections::BTreeMap<i64, u64> {
     by
 }
 
+/// `kprofctl report CAPTURE ARGS --format html` of the sleeper's capture, checked in Chromium
+/// at 1366 px with one drag over 0.2..0.6 of the timeline; screenshots under `NAME`.
+fn viewer_of(b: &Blocking, args: &[&str], name: &str) -> Value {
+    use crate::render_viewer::{check_in, shots_dir};
+    let page = b._dir.path().join(format!("{name}.html"));
+    let archive = b.archive.to_str().unwrap();
+    let out = kprofctl(
+        &[
+            &["report", archive][..],
+            args,
+            &["--format", "html", "-o", page.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_in(&page, &shots_dir().join(name), "1366x768", &["0.2:0.6"])
+}
+
 /// The HTML viewer of an agent `--off-cpu` capture in Chromium at 1366 px: no console error,
 /// the S/D legend, the blocking program's thread track carries blocked time (S, from
 /// nanosleep) equal to `report --off-cpu`'s for that thread within 1 %, and a dragged range
 /// still gives exactly `report --time`'s functions.
 #[test]
 fn report_html_off_cpu_thread_blocked_spans_in_chromium() {
-    use crate::render_viewer::{check_in, cli_window, layout_ok, shots_dir};
+    use crate::render_viewer::{cli_window, layout_ok};
     let b = sleeping();
     let dir = b._dir.path();
     let archive = b.archive.to_str().unwrap();
-    let page = dir.join("on-cpu.html");
-    let out = kprofctl(&[
-        "report",
-        archive,
-        "--symbols",
-        dir.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result = check_in(
-        &page,
-        &shots_dir().join("off-cpu"),
-        "1366x768",
-        &["0.2:0.6"],
-    );
+    let result = viewer_of(b, &["--symbols", dir.to_str().unwrap()], "off-cpu");
     layout_ok(&result, "off-CPU capture, on-CPU page");
     let layout = &result["layout"];
     let legend = layout["legend"].as_str().unwrap();
@@ -464,29 +465,8 @@ fn report_html_off_cpu_thread_blocked_spans_in_chromium() {
 /// functions table, and opens in Chromium without a console error.
 #[test]
 fn report_html_off_cpu_labels_blocked_time() {
-    use crate::render_viewer::{check_in, shots_dir};
     let b = sleeping();
-    let page = b._dir.path().join("off-cpu.html");
-    let out = kprofctl(&[
-        "report",
-        "--off-cpu",
-        b.archive.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result = check_in(
-        &page,
-        &shots_dir().join("off-cpu-report"),
-        "1366x768",
-        &["0.2:0.6"],
-    );
+    let result = viewer_of(b, &["--off-cpu"], "off-cpu-report");
     let layout = &result["layout"];
     let console: Vec<&Value> = result["console"]
         .as_array()
@@ -509,7 +489,7 @@ fn report_html_off_cpu_labels_blocked_time() {
     assert!(heads.contains(&"off_cpu_ns self ms"), "{heads:?}");
     // The header's total is the report's blocked ns, named as such.
     let v = off_cpu_json(b);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = std::fs::read_to_string(b._dir.path().join("off-cpu-report.html")).unwrap();
     let total = format!("<td class=\"n\">{}</td>", v["off_cpu"]["blocked_ns"]);
     assert!(html.contains(&total), "the header shows {total}");
     assert!(
