@@ -52,10 +52,11 @@ impl FromIterator<u64> for Packed {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn decode(b64: &str) -> Vec<u64> {
+    /// The varints of a packed array, as the page decodes them.
+    pub(crate) fn decode(b64: &str) -> Vec<u64> {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64)

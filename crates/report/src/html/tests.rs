@@ -227,21 +227,7 @@ fn first_body_row<'a>(html: &'a str, id: &str) -> &'a str {
 
 /// The varints of a packed array (html/pack.rs).
 fn unpack(b64: &serde_json::Value) -> Vec<u64> {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64.as_str().expect("a packed array is a string"))
-        .expect("base64");
-    let mut out = Vec::new();
-    let (mut n, mut shift) = (0u64, 0);
-    for b in bytes {
-        n |= u64::from(b & 0x7f) << shift;
-        shift += 7;
-        if b & 0x80 == 0 {
-            out.push(n);
-            (n, shift) = (0, 0);
-        }
-    }
-    out
+    pack::tests::decode(b64.as_str().expect("a packed array is a string"))
 }
 
 /// On a real capture, the per-bin stack counts of every event add up, stack by stack, to the
