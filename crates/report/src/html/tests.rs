@@ -230,6 +230,25 @@ fn unpack(b64: &serde_json::Value) -> Vec<u64> {
     pack::tests::decode(b64.as_str().expect("a packed array is a string"))
 }
 
+/// One event's per-bin (bin, stack) runs summed per stack, and the last bin they reach.
+fn stack_sums(event: &serde_json::Value, stacks: usize) -> (Vec<u64>, u64) {
+    let (runs, ids, counts) = (
+        unpack(&event["bin"]),
+        unpack(&event["stack"]),
+        unpack(&event["count"]),
+    );
+    let mut sums = vec![0u64; stacks];
+    let (mut bin, mut stack) = (0, 0);
+    for ((db, ds), c) in runs.iter().zip(&ids).zip(&counts) {
+        if *db != 0 {
+            (bin, stack) = (bin + db, 0);
+        }
+        stack += ds;
+        sums[stack as usize] += c;
+    }
+    (sums, bin)
+}
+
 /// On a real capture, the per-bin stack counts of every event add up, stack by stack, to the
 /// whole capture's counts: a window of all bins is the whole capture, and no sample is lost
 /// or counted twice between bins.
@@ -249,21 +268,8 @@ fn write_html_real_capture_bins_sum_to_stack_counts() {
     assert!(time["width"].as_u64().unwrap() * bins > profile.samples.last().unwrap().time);
     let stacks = data["stacks"]["n"].as_u64().unwrap() as usize;
     for (e, event) in time["events"].as_array().unwrap().iter().enumerate() {
-        let (runs, ids, counts) = (
-            unpack(&event["bin"]),
-            unpack(&event["stack"]),
-            unpack(&event["count"]),
-        );
-        let mut sums = vec![0u64; stacks];
-        let (mut bin, mut stack) = (0, 0);
-        for ((db, ds), c) in runs.iter().zip(&ids).zip(&counts) {
-            if *db != 0 {
-                (bin, stack) = (bin + db, 0);
-            }
-            stack += ds;
-            assert!(bin < bins);
-            sums[stack as usize] += c;
-        }
+        let (sums, last_bin) = stack_sums(event, stacks);
+        assert!(last_bin < bins);
         assert_eq!(sums, unpack(&data["stacks"]["counts"][e]), "event {e}");
         assert_eq!(sums.iter().sum::<u64>(), profile.events[e].total_samples);
     }
@@ -472,20 +478,7 @@ fn write_html_unit_bins_weigh_periods() {
         .iter()
         .enumerate()
     {
-        let (runs, ids, counts) = (
-            unpack(&event["bin"]),
-            unpack(&event["stack"]),
-            unpack(&event["count"]),
-        );
-        let mut sums = vec![0u64; stacks];
-        let (mut bin, mut stack) = (0, 0);
-        for ((db, ds), c) in runs.iter().zip(&ids).zip(&counts) {
-            if *db != 0 {
-                (bin, stack) = (bin + db, 0);
-            }
-            stack += ds;
-            sums[stack as usize] += c;
-        }
+        let (sums, _) = stack_sums(event, stacks);
         assert_eq!(sums, unpack(&data["stacks"]["counts"][e]), "event {e}");
     }
     assert!(unpack(&data["stacks"]["counts"][0])
