@@ -21,17 +21,23 @@ struct Blocking {
     measured_ns: u64,
 }
 
-fn record(mode: &str, extra: &[&str]) -> Blocking {
-    let dir = tempfile::tempdir().unwrap();
+/// Builds tests/report_data/blocking.c into `dir/blocking`, with frame pointers.
+fn build_blocking(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_data/blocking.c");
-    let exe = dir.path().join("blocking");
+    let exe = dir.join("blocking");
     let st = Command::new("cc")
         .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
         .arg(&exe)
         .arg(&src)
         .status()
         .unwrap();
-    assert!(st.success());
+    assert!(st.success(), "cc {}", src.display());
+    exe
+}
+
+fn record(mode: &str, extra: &[&str]) -> Blocking {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_blocking(dir.path());
     let out = Command::new(agent_binary())
         // A large ring and a modest rate: the tests share the machine with busy neighbours,
         // and a lost switch loses a blocked span.
@@ -285,15 +291,7 @@ fn report_off_cpu_collapsed_pprof_svg_blocked_ns() {
 #[test]
 fn report_off_cpu_perf_record_capture() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_data/blocking.c");
-    let exe = dir.path().join("blocking");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let exe = build_blocking(dir.path());
     let data = dir.path().join("perf.data");
     let out = Command::new("perf")
         .args([
