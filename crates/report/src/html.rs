@@ -7,7 +7,10 @@
 //! paths as a trie and per-bin sparse stack counts. Selecting a time range sums those bins and
 //! redraws every view for the window; the window is kept in the URL fragment.
 //!
-//! CSS, script and data are inline; no URL outside the file is referenced.
+//! CSS, script and data are inline; no URL outside the file is referenced. The page carries a
+//! Content-Security-Policy that lets only its own script run (by hash) and loads nothing from
+//! anywhere: a report shared with others cannot be made to run a capture's text as script nor
+//! to send what it shows (kernel addresses, paths) to a server, even if escaping had a hole.
 
 pub mod blocked;
 pub mod data;
@@ -74,6 +77,23 @@ fn collapsed_check(profile: &Profile) -> Result<(), Error> {
     crate::collapsed::check_event(profile, 0)
 }
 
+/// The page's script element text (between `<script>` and `</script>`).
+fn script_text() -> String {
+    format!("\n{}", include_str!("html/page.js"))
+}
+
+/// The page's Content-Security-Policy: its own script by SHA-256, inline styles (the script sets
+/// `style` attributes), `data:` images, nothing else; no form targets, no `<base>`.
+fn content_security_policy(script: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script));
+    format!(
+        "default-src 'none'; script-src 'sha256-{hash}'; style-src 'unsafe-inline'; \
+         img-src data:; base-uri 'none'; form-action 'none'"
+    )
+}
+
 /// JSON as the text of a `<script type="application/json">`: `<` escaped so no `</script>`
 /// in a function name can end the element.
 fn script_json(value: &serde_json::Value) -> String {
@@ -98,11 +118,14 @@ impl Page<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let script = script_text();
         write!(
             out,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
              <meta name=\"generator\" content=\"kprofctl {}\">\n<title>{}</title>\n<style>\n{}</style>\n</head>\n<body>\n",
+            content_security_policy(&script),
             env!("CARGO_PKG_VERSION"),
             Esc(&title),
             include_str!("html/page.css"),
@@ -116,11 +139,7 @@ impl Page<'_> {
             "<script type=\"application/json\" id=\"kprof-data\">{}</script>",
             script_json(&data::build(self.profile, annotation, self.options))
         )?;
-        write!(
-            out,
-            "<script>\n{}</script>\n</body>\n</html>\n",
-            include_str!("html/page.js")
-        )
+        write!(out, "<script>{script}</script>\n</body>\n</html>\n")
     }
 
     fn header(&self, title: &str, out: &mut dyn Write) -> io::Result<()> {

@@ -485,3 +485,65 @@ fn write_html_unit_bins_weigh_periods() {
         .iter()
         .any(|c| *c >= 1_000_000));
 }
+
+/// The page's Content-Security-Policy names the SHA-256 of the one script it runs, so Chromium
+/// runs that script and nothing else.
+#[test]
+fn write_html_fixture_csp_hashes_its_script() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let html = page(None);
+    let csp = html
+        .split("http-equiv=\"Content-Security-Policy\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSP meta element");
+    assert!(csp.starts_with("default-src 'none';"), "{csp}");
+    let start = html.rfind("<script>").expect("the page script") + "<script>".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let hash = base64::engine::general_purpose::STANDARD
+        .encode(sha2::Sha256::digest(&html.as_bytes()[start..end]));
+    assert!(
+        csp.contains(&format!("script-src 'sha256-{hash}'")),
+        "{csp}"
+    );
+    assert_eq!(html.matches("<script>").count(), 1, "one executable script");
+}
+
+/// Function and thread names that carry markup stay text: Chromium shows them escaped and runs
+/// none of them, while the page's own script still draws the tables.
+#[test]
+fn render_html_chromium_hostile_names_stay_text() {
+    let mut profile = fixture::profile();
+    profile.functions[fixture::COMPUTE].name =
+        Some("<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">".to_owned());
+    profile.functions[fixture::HOT_LOOP].name = Some(
+        "</script><script>document.body.setAttribute('data-pwned','script')</script>".to_owned(),
+    );
+    let mut out = Vec::new();
+    write(&profile, None, &mut out).expect("the page renders");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    std::fs::write(&path, out).unwrap();
+    let dom = chromium(&path, &dir.path().join("a.png"), dir.path());
+    let body = &dom[dom.find("<body").unwrap()..];
+    let body_tag = &body[..body.find('>').unwrap()];
+    assert!(
+        !body_tag.contains("data-pwned"),
+        "a name ran as script: {body_tag}"
+    );
+    assert!(!dom.contains("<img src=\"x\""), "a name became an element");
+    assert!(
+        dom.contains("&lt;img src=x onerror="),
+        "the name is not shown as text"
+    );
+    assert!(
+        dom.contains("&lt;/script&gt;&lt;script&gt;document.body"),
+        "the script-tag name is not shown as text"
+    );
+    let first = first_body_row(&dom, "functions-table");
+    assert!(
+        first.contains("&lt;img src=x"),
+        "the page script drew no table: {first}"
+    );
+}
