@@ -353,3 +353,66 @@ fn read_stdin_endless_limit_named() {
     let cap = Capture::from_reader_limited(Path::new("<stdin>"), &perf[..], 16 << 20).unwrap();
     symbolizer(false).symbolize(&cap, &mut |_| {}).unwrap();
 }
+
+/// The real capture of the fuzz seeds through the `archive_members` fuzz entry point, with
+/// 600 mutations of its manifest and kallsyms text (bytes, and JSON values replaced by
+/// hostile ones): errors are fine, a panic fails. CI's share of what the fuzzer does.
+#[test]
+fn read_archive_members_mutations_no_panic() {
+    let seed = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/seeds/archive_members/kprof-agent-p.bin"),
+    )
+    .unwrap();
+    kprof_symbols::fuzzing::archive_members(&seed);
+    let take = |b: &[u8], at: usize| -> (usize, usize) {
+        let len = u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+        (at + 4, at + 4 + len)
+    };
+    let (m0, m1) = take(&seed, 1);
+    let (k0, k1) = take(&seed, m1);
+    let (manifest, kallsyms, perf) = (&seed[m0..m1], &seed[k0..k1], &seed[k1..]);
+    let hostile: [serde_json::Value; 8] = [
+        "é".into(),
+        "aébc".into(),
+        "../../..".into(),
+        "".into(),
+        "\u{0}".into(),
+        serde_json::Value::Null,
+        u64::MAX.into(),
+        "f".repeat(70).into(),
+    ];
+    let pointers = [
+        "/kernel/build_id",
+        "/kernel/release",
+        "/kernel/text_addr",
+        "/uname/release",
+        "/capture_id",
+        "/perf_data/file",
+        "/modules",
+    ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as usize
+    };
+    for i in 0..600 {
+        let (m, k) = if i % 2 == 0 {
+            let mut v: serde_json::Value = serde_json::from_slice(manifest).unwrap();
+            let p = pointers[next() % pointers.len()];
+            *v.pointer_mut(p).unwrap() = hostile[next() % hostile.len()].clone();
+            (serde_json::to_vec(&v).unwrap(), kallsyms.to_vec())
+        } else {
+            let mut k = kallsyms.to_vec();
+            for _ in 0..1 + next() % 8 {
+                let at = next() % k.len();
+                k[at] = [b' ', b'\n', b'\t', b'[', b']', 0xff, b'0', b'T'][next() % 8];
+            }
+            (manifest.to_vec(), k)
+        };
+        let input = kprof_symbols::fuzzing::archive_members_input((i % 8) as u8, &m, &k, perf);
+        kprof_symbols::fuzzing::archive_members(&input);
+    }
+}
