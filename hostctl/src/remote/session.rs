@@ -338,3 +338,23 @@ fn verify_host_key(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A board command that never stops printing is read up to the bound, then refused;
+    /// output up to the bound is kept whole.
+    #[test]
+    fn read_board_output_endless_bounded() {
+        let t = Target::resolve_with("root@board", &Default::default()).unwrap();
+        let err = read_bounded(&t, &mut std::io::repeat(b'x'), "output").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("root@board:22: a board command printed more than 16 MiB of output"),
+            "{err}"
+        );
+        let exact = vec![b'y'; MAX_COMMAND_OUTPUT as usize];
+        assert_eq!(read_bounded(&t, &mut &exact[..], "output").unwrap(), exact);
+    }
+}
