@@ -9,7 +9,7 @@ use crate::index::BuildIdIndex;
 use kprof_capture::build_id::hex;
 use kprof_capture::manifest::check_build_id;
 use object::Object;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Where a symbol file was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +218,12 @@ impl Sources {
         id: &str,
     ) -> Option<PathBuf> {
         let link = link?;
+        // The recorded path comes from the capture: with `..` in it, the debug roots joined
+        // to its directory would lead out of them.
+        let recorded = recorded.filter(|p| {
+            p.components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        });
         let mut dirs: Vec<PathBuf> = Vec::new();
         for base in [Some(binary), recorded].into_iter().flatten() {
             if let Some(dir) = base.parent() {
