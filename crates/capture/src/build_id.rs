@@ -7,8 +7,9 @@
 
 /// `n_type` of the GNU build-id note.
 pub const NT_GNU_BUILD_ID: u32 = 3;
-/// Build-ids longer than this are not believed (SHA-1 ones are 20 bytes, MD5 ones 16).
-const MAX_BUILD_ID: usize = 64;
+/// Build-ids longer than this are not believed (SHA-1 ones are 20 bytes, MD5 ones 16): a
+/// manifest with a longer one is refused by readers ([`crate::manifest::MAX_BUILD_ID_DIGITS`]).
+const MAX_BUILD_ID: usize = crate::manifest::MAX_BUILD_ID_DIGITS / 2;
 
 /// Finds the GNU build-id in a stream of ELF notes of the given byte order and alignment
 /// (4, or 8 for some 64-bit `PT_NOTE` segments; anything else is taken as 4).

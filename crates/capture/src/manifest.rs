@@ -88,7 +88,158 @@ impl Manifest {
         if m.version > crate::MANIFEST_VERSION {
             return Err(ManifestError::TooNew(m.version));
         }
+        m.validate()?;
         Ok(m)
+    }
+
+    /// Checks the fields a reader turns into paths, slices or addresses: the board wrote
+    /// them and may be hostile. Returns the first field at fault, named as in the JSON.
+    pub fn validate(&self) -> Result<(), ManifestError> {
+        path_component("capture_id", &self.capture_id)?;
+        // The host looks for `vmlinux-RELEASE` next to its vmlinux files.
+        path_component("uname.release", &self.uname.release)?;
+        path_component("kernel.release", &self.kernel.release)?;
+        if let Some(id) = &self.kernel.build_id {
+            build_id("kernel.build_id", id)?;
+        }
+        if let Some(a) = &self.kernel.text_addr {
+            address("kernel.text_addr", a)?;
+        }
+        for (i, md) in self.modules.iter().enumerate() {
+            module_name(&format!("modules[{i}].name"), &md.name)?;
+            if let Some(id) = &md.build_id {
+                build_id(&format!("modules[{i}].build_id"), id)?;
+            }
+            address(&format!("modules[{i}].base"), &md.base)?;
+            for (section, a) in &md.sections {
+                address(&format!("modules[{i}].sections[{section:?}]"), a)?;
+            }
+        }
+        if self.perf_data.file != crate::PERF_DATA {
+            return Err(invalid(
+                "perf_data.file",
+                &self.perf_data.file,
+                format!("is not {:?}", crate::PERF_DATA),
+            ));
+        }
+        let sha = &self.perf_data.sha256;
+        // Empty: hand-made captures written without a digest.
+        if !sha.is_empty() && (sha.len() != 64 || !is_lower_hex(sha)) {
+            return Err(invalid(
+                "perf_data.sha256",
+                sha,
+                "is not 64 lowercase hex digits".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Longest build-id accepted, in hex digits: GNU ld and lld write 8 (`--build-id=fast`), 16
+/// (md5, uuid) or 20 (sha1) bytes; 32 bytes leaves room for a sha256 one.
+pub const MAX_BUILD_ID_DIGITS: usize = 64;
+
+/// Longest module name: the kernel's `MODULE_NAME_LEN` is 56 with its NUL.
+const MAX_MODULE_NAME: usize = 55;
+
+/// Longest string field a path is made of (`NAME_MAX`).
+const MAX_COMPONENT: usize = 255;
+
+fn is_lower_hex(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The value as a message shows it: quoted, control characters escaped, long ones cut.
+fn shown(value: &str) -> String {
+    let cut: String = value.chars().take(80).collect();
+    if cut.len() < value.len() {
+        format!("{cut:?}... ({} bytes)", value.len())
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+fn invalid(field: &str, value: &str, why: String) -> ManifestError {
+    ManifestError::Invalid {
+        field: field.to_string(),
+        why: format!("{} {why}", shown(value)),
+    }
+}
+
+/// A GNU build-id as perf and debuginfod spell it: lowercase hex, whole bytes, not too long.
+/// Both look files up under `.build-id/XX/REST`, so anything else would make a path of it.
+pub fn check_build_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || !is_lower_hex(id) {
+        return Err("is not lowercase hex".into());
+    }
+    if id.len() % 2 != 0 {
+        return Err(format!("has an odd number of hex digits ({})", id.len()));
+    }
+    if id.len() > MAX_BUILD_ID_DIGITS {
+        return Err(format!(
+            "has {} hex digits, more than the {MAX_BUILD_ID_DIGITS} of any build-id",
+            id.len()
+        ));
+    }
+    Ok(())
+}
+
+fn build_id(field: &str, id: &str) -> Result<(), ManifestError> {
+    check_build_id(id).map_err(|why| invalid(field, id, why))
+}
+
+/// Whether `s` can be joined to a directory as one file name: not empty, `.` or `..`, no
+/// `/`, no NUL, no control character, at most `NAME_MAX` bytes.
+pub fn check_path_component(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("is empty".into());
+    }
+    if s == "." || s == ".." {
+        return Err("is not a file name".into());
+    }
+    if s.contains('/') {
+        return Err("contains `/`".into());
+    }
+    if s.chars().any(char::is_control) {
+        return Err("contains a control character".into());
+    }
+    if s.len() > MAX_COMPONENT {
+        return Err(format!("is longer than {MAX_COMPONENT} bytes"));
+    }
+    Ok(())
+}
+
+fn path_component(field: &str, s: &str) -> Result<(), ManifestError> {
+    check_path_component(s).map_err(|why| invalid(field, s, why))
+}
+
+/// A module name as `/proc/modules` has it: letters, digits, `_` and `-`.
+fn module_name(field: &str, s: &str) -> Result<(), ManifestError> {
+    path_component(field, s)?;
+    if s.len() > MAX_MODULE_NAME {
+        return Err(invalid(
+            field,
+            s,
+            format!("is longer than the kernel's {MAX_MODULE_NAME} bytes"),
+        ));
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(invalid(
+            field,
+            s,
+            "has characters no module name has (letters, digits, `_`, `-`)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn address(field: &str, s: &str) -> Result<(), ManifestError> {
+    match parse_hex_addr(s) {
+        Some(_) => Ok(()),
+        None => Err(invalid(field, s, "is not a hex address".into())),
     }
 }
 
@@ -101,6 +252,13 @@ pub enum ManifestError {
     UnknownSchema(String),
     /// `version` is newer than [`crate::MANIFEST_VERSION`].
     TooNew(u32),
+    /// A field has a value no agent writes (and a reader must not use).
+    Invalid {
+        /// The field, as in the JSON: `modules[3].build_id`.
+        field: String,
+        /// The value and what is wrong with it.
+        why: String,
+    },
 }
 
 impl std::fmt::Display for ManifestError {
@@ -113,6 +271,7 @@ impl std::fmt::Display for ManifestError {
                 "manifest version {v} is newer than this kprofctl understands ({})",
                 crate::MANIFEST_VERSION
             ),
+            ManifestError::Invalid { field, why } => write!(f, "{field}: {why}"),
         }
     }
 }
@@ -266,7 +425,10 @@ mod tests {
             version,
             capture_id: "c".into(),
             agent_version: "0".into(),
-            uname: Uname::default(),
+            uname: Uname {
+                release: "6.1".into(),
+                ..Uname::default()
+            },
             events: Vec::new(),
             command: None,
             target_pid: None,
@@ -317,6 +479,135 @@ mod tests {
             Manifest::from_json(b"{"),
             Err(ManifestError::Json(_))
         ));
+    }
+
+    /// Every field a reader makes a path, slice or address of is checked at parse time; the
+    /// error names the field and shows the value escaped.
+    #[test]
+    fn parse_manifest_hostile_fields_named() {
+        let ok: serde_json::Value =
+            serde_json::from_str(&minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION))
+                .unwrap();
+        let module = serde_json::json!({"name": "mychardrv", "base": "0xffffffffc0000000",
+            "size": 4096, "build_id": "ab".repeat(20), "sections": {".text": "0xffffffffc0000000"}});
+        let cases: &[(&str, serde_json::Value, &str)] = &[
+            (
+                "/kernel/build_id",
+                "ééé".into(),
+                "kernel.build_id: \"ééé\" is not lowercase hex",
+            ),
+            (
+                "/kernel/build_id",
+                "ABCD".into(),
+                "kernel.build_id: \"ABCD\" is not lowercase hex",
+            ),
+            (
+                "/kernel/build_id",
+                "abc".into(),
+                "kernel.build_id: \"abc\" has an odd number of hex digits (3)",
+            ),
+            (
+                "/kernel/build_id",
+                "".into(),
+                "kernel.build_id: \"\" is not lowercase hex",
+            ),
+            (
+                "/kernel/build_id",
+                "ab".repeat(33).into(),
+                "more than the 64",
+            ),
+            (
+                "/kernel/text_addr",
+                "0xzz".into(),
+                "kernel.text_addr: \"0xzz\" is not a hex address",
+            ),
+            (
+                "/uname/release",
+                "../../etc".into(),
+                "uname.release: \"../../etc\" contains `/`",
+            ),
+            (
+                "/uname/release",
+                "..".into(),
+                "uname.release: \"..\" is not a file name",
+            ),
+            (
+                "/uname/release",
+                "6.1\u{0}x".into(),
+                "uname.release: \"6.1\\0x\" contains a control character",
+            ),
+            (
+                "/kernel/release",
+                "".into(),
+                "kernel.release: \"\" is empty",
+            ),
+            (
+                "/capture_id",
+                "a/b".into(),
+                "capture_id: \"a/b\" contains `/`",
+            ),
+            (
+                "/perf_data/file",
+                "../x".into(),
+                "perf_data.file: \"../x\" is not \"perf.data\"",
+            ),
+            (
+                "/perf_data/sha256",
+                "xyz".into(),
+                "perf_data.sha256: \"xyz\" is not 64 lowercase hex",
+            ),
+        ];
+        for (ptr, value, want) in cases {
+            let mut m = ok.clone();
+            *m.pointer_mut(ptr).unwrap() = value.clone();
+            let err = Manifest::from_json(&serde_json::to_vec(&m).unwrap()).unwrap_err();
+            assert!(err.to_string().contains(want), "{ptr}: {err}");
+        }
+        let module_cases: &[(&str, serde_json::Value, &str)] = &[
+            (
+                "build_id",
+                "éaé".into(),
+                "modules[1].build_id: \"éaé\" is not lowercase hex",
+            ),
+            (
+                "name",
+                "../evil".into(),
+                "modules[1].name: \"../evil\" contains `/`",
+            ),
+            (
+                "name",
+                "a b".into(),
+                "modules[1].name: \"a b\" has characters no module name has",
+            ),
+            (
+                "name",
+                "m".repeat(56).into(),
+                "longer than the kernel's 55 bytes",
+            ),
+            (
+                "base",
+                "base".into(),
+                "modules[1].base: \"base\" is not a hex address",
+            ),
+            (
+                "sections",
+                serde_json::json!({".text": "nope"}),
+                "modules[1].sections[\".text\"]: \"nope\" is not a hex address",
+            ),
+        ];
+        for (field, value, want) in module_cases {
+            let mut m = ok.clone();
+            let mut bad = module.clone();
+            bad[*field] = value.clone();
+            m["modules"] = serde_json::json!([module.clone(), bad]);
+            let err = Manifest::from_json(&serde_json::to_vec(&m).unwrap()).unwrap_err();
+            assert!(err.to_string().contains(want), "{field}: {err}");
+        }
+        let mut m = ok.clone();
+        m["modules"] = serde_json::json!([module.clone(), module]);
+        m["uname"]["release"] = "6.1.0-18-amd64".into();
+        m["kernel"]["build_id"] = "48dc540c8b76393804ca8088dbfa7d42911a9444".into();
+        assert!(Manifest::from_json(&serde_json::to_vec(&m).unwrap()).is_ok());
     }
 
     /// An event entry written before `count` and `no_samples` existed still reads, as

@@ -1,20 +1,26 @@
 //! Opening a capture: a kprof archive (`.kprof.tar.gz`) or a bare perf.data.
 //!
-//! Opened from a path, an archive's perf.data is unpacked to a temporary file so that memory
-//! stays bounded by what the reader buffers, not by the size of the capture; read from a
-//! reader, the capture is held in memory. The `/proc/modules` snapshot of an archive is not
+//! Opened from a path or read from a reader (spooled to a temporary file), an archive's
+//! perf.data is unpacked to a temporary file so that memory stays bounded by what the reader
+//! buffers, not by the size of the capture; read from bytes, the capture is held in memory.
+//! What is unpacked or spooled is capped by the input size limit ([`crate::limits`]). The `/proc/modules` snapshot of an archive is not
 //! read: the manifest has the modules with their sections.
 
 use crate::error::{Error, Result};
 use kprof_capture::Manifest;
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Largest manifest.json accepted; real ones are a few KiB.
 const MAX_SMALL_MEMBER: u64 = 64 << 20;
 /// Largest kallsyms snapshot accepted; a distro kernel's is ~15 MiB.
-const MAX_KALLSYMS: u64 = 512 << 20;
+const MAX_KALLSYMS: u64 = 128 << 20;
+/// What is reserved up front for a member before its bytes arrive: the size comes from the
+/// tar header, which the board wrote.
+const MAX_RESERVE: u64 = 1 << 20;
 
 /// The parts of a capture.
 #[derive(Debug)]
@@ -26,6 +32,9 @@ pub struct Capture {
     pub manifest: Option<Manifest>,
     /// The `/proc/kallsyms` snapshot, when the archive has one.
     pub kallsyms: Option<String>,
+    /// The input size limit it was opened with ([`crate::limits`]): it also caps what its
+    /// compressed records decompress to.
+    pub(crate) max_input: u64,
 }
 
 /// Where the perf.data of a capture is.
@@ -52,58 +61,107 @@ enum Unpack {
 }
 
 impl Capture {
-    /// Opens an archive or a bare perf.data, telling them apart by their first bytes.
+    /// Opens an archive or a bare perf.data, telling them apart by their first bytes, with
+    /// the input size limit of [`crate::limits::max_input_size`].
     pub fn open(path: &Path) -> Result<Self> {
-        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        Self::open_limited(path, crate::limits::max_input_size()?)
+    }
+
+    /// [`Capture::open`] with an input size limit of `max_input` bytes.
+    pub fn open_limited(path: &Path, max_input: u64) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        Self::open_file(path, file, path, None, max_input)
+    }
+
+    /// Opens `file` (at `file_path`, kept alive by `temp`), calling it `shown`.
+    fn open_file(
+        shown: &Path,
+        mut file: File,
+        file_path: &Path,
+        temp: Option<tempfile::TempPath>,
+        max_input: u64,
+    ) -> Result<Self> {
         let mut magic = [0u8; 8];
-        let n = read_up_to(&mut file, &mut magic).map_err(|e| Error::io(path, e))?;
+        let n = read_up_to(&mut file, &mut magic).map_err(|e| Error::io(shown, e))?;
         let magic = &magic[..n];
         if magic.starts_with(&GZIP_MAGIC) {
             file.seek(SeekFrom::Start(0))
-                .map_err(|e| Error::io(path, e))?;
-            Self::read_archive(path, BufReader::new(file), Unpack::TempFile)
+                .map_err(|e| Error::io(shown, e))?;
+            Self::read_archive(shown, BufReader::new(file), Unpack::TempFile, max_input)
         } else if is_perf_magic(magic) {
             Ok(Self::bare(
-                path,
+                shown,
                 PerfData::File {
-                    path: path.to_path_buf(),
-                    _temp: None,
+                    path: file_path.to_path_buf(),
+                    _temp: temp,
                 },
+                max_input,
             ))
         } else {
             Err(Error::UnknownFormat {
-                path: path.to_path_buf(),
+                path: shown.to_path_buf(),
                 magic: magic.to_vec(),
             })
         }
     }
 
-    /// Reads an archive or a bare perf.data from `r`, wholly into memory; `name` is what
-    /// messages call it.
-    pub fn from_reader(name: &Path, mut r: impl Read) -> Result<Self> {
-        let mut magic = [0u8; 8];
-        let n = read_up_to(&mut r, &mut magic).map_err(|e| Error::io(name, e))?;
-        let magic = &magic[..n];
-        let rest = magic.chain(r);
-        if magic.starts_with(&GZIP_MAGIC) {
-            Self::read_archive(name, rest, Unpack::Memory)
-        } else if is_perf_magic(magic) {
-            let mut bytes = Vec::new();
-            { rest }
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io(name, e))?;
-            Ok(Self::bare(name, PerfData::Bytes(bytes)))
+    /// Reads an archive or a bare perf.data from `r` (standard input); `name` is what
+    /// messages call it. It is spooled to a temporary file, at most
+    /// [`crate::limits::max_input_size`] bytes, so that memory stays bounded as for a file.
+    pub fn from_reader(name: &Path, r: impl Read) -> Result<Self> {
+        Self::from_reader_limited(name, r, crate::limits::max_input_size()?)
+    }
+
+    /// [`Capture::from_reader`] with an input size limit of `max_input` bytes.
+    pub fn from_reader_limited(name: &Path, r: impl Read, max_input: u64) -> Result<Self> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix("kprof-input-")
+            .tempfile()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let copied = std::io::copy(
+            &mut r.take(max_input.saturating_add(1)),
+            &mut std::io::BufWriter::new(tmp.as_file_mut()),
+        )
+        .map_err(|e| Error::io(name, e))?;
+        if copied > max_input {
+            return Err(Error::TooLarge {
+                path: name.to_path_buf(),
+                why: format!("more than {} to read", crate::limits::human(max_input)),
+                limit: max_input,
+            });
+        }
+        let (mut file, temp) = tmp.into_parts();
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io(name, e))?;
+        let at = temp.to_path_buf();
+        Self::open_file(name, file, &at, Some(temp), max_input)
+    }
+
+    /// Reads an archive or a bare perf.data held in memory, unpacking into memory, with the
+    /// default input size limit.
+    pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<Self> {
+        Self::from_bytes_limited(name, bytes, crate::limits::DEFAULT_MAX_INPUT_SIZE)
+    }
+
+    /// [`Capture::from_bytes`] with an input size limit of `max_input` bytes.
+    pub fn from_bytes_limited(name: &Path, bytes: &[u8], max_input: u64) -> Result<Self> {
+        if bytes.starts_with(&GZIP_MAGIC) {
+            Self::read_archive(name, bytes, Unpack::Memory, max_input)
+        } else if is_perf_magic(bytes.get(..8).unwrap_or(bytes)) {
+            if bytes.len() as u64 > max_input {
+                return Err(Error::TooLarge {
+                    path: name.to_path_buf(),
+                    why: format!("{} bytes", bytes.len()),
+                    limit: max_input,
+                });
+            }
+            Ok(Self::bare(name, PerfData::Bytes(bytes.to_vec()), max_input))
         } else {
             Err(Error::UnknownFormat {
                 path: name.to_path_buf(),
-                magic: magic.to_vec(),
+                magic: bytes.get(..8).unwrap_or(bytes).to_vec(),
             })
         }
-    }
-
-    /// Reads an archive or a bare perf.data held in memory.
-    pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<Self> {
-        Self::from_reader(name, bytes)
     }
 
     /// Where the perf.data is.
@@ -111,22 +169,47 @@ impl Capture {
         &self.perf_data
     }
 
-    fn bare(path: &Path, perf_data: PerfData) -> Self {
+    fn bare(path: &Path, perf_data: PerfData, max_input: u64) -> Self {
         Self {
             path: path.to_path_buf(),
             perf_data,
             manifest: None,
             kallsyms: None,
+            max_input,
         }
     }
 
-    fn read_archive(path: &Path, r: impl Read, unpack: Unpack) -> Result<Self> {
+    /// Reads an archive, decompressing at most `max_input` bytes of tar stream: a member
+    /// claiming more fails at its header, a stream inflating past it fails as it does.
+    fn read_archive(path: &Path, r: impl Read, unpack: Unpack, max_input: u64) -> Result<Self> {
+        let hit = Rc::new(Cell::new(false));
+        let gz = Limited {
+            inner: flate2::read::GzDecoder::new(r),
+            left: max_input,
+            hit: hit.clone(),
+        };
+        Self::read_tar(path, gz, unpack, max_input).map_err(|e| {
+            if hit.get() {
+                Error::TooLarge {
+                    path: path.to_path_buf(),
+                    why: format!(
+                        "the archive decompresses to more than {}",
+                        crate::limits::human(max_input)
+                    ),
+                    limit: max_input,
+                }
+            } else {
+                e
+            }
+        })
+    }
+
+    fn read_tar(path: &Path, r: impl Read, unpack: Unpack, max_input: u64) -> Result<Self> {
         let bad = |why: String| Error::BadArchive {
             path: path.to_path_buf(),
             why,
         };
-        let gz = flate2::read::GzDecoder::new(r);
-        let mut archive = tar::Archive::new(gz);
+        let mut archive = tar::Archive::new(r);
         let mut perf: Option<(PerfData, u64)> = None;
         let mut perf_sha: Option<String> = None;
         let mut manifest_text = None;
@@ -145,6 +228,14 @@ impl Capture {
             let size = entry.header().size().unwrap_or(u64::MAX);
             match name.as_str() {
                 kprof_capture::PERF_DATA => {
+                    // Fail at the header, before unpacking any of it.
+                    if size > max_input {
+                        return Err(Error::TooLarge {
+                            path: path.to_path_buf(),
+                            why: format!("its {name} member is {size} bytes"),
+                            limit: max_input,
+                        });
+                    }
                     let truncated = |e: std::io::Error| {
                         bad(format!(
                             "{name}: truncated or corrupted after some bytes: {e}"
@@ -170,8 +261,7 @@ impl Capture {
                             )
                         }
                         Unpack::Memory => {
-                            // The size comes from the archive: cap what is reserved up front.
-                            let mut bytes = Vec::with_capacity(size.min(1 << 20) as usize);
+                            let mut bytes = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
                             let mut to = Hashing::new(&mut bytes);
                             let copied = std::io::copy(&mut entry, &mut to).map_err(truncated)?;
                             perf_sha = Some(to.hex());
@@ -226,7 +316,28 @@ impl Capture {
             perf_data,
             manifest,
             kallsyms,
+            max_input,
         })
+    }
+}
+
+/// A reader that fails once more than `left` bytes came through, and says so in `hit`: the
+/// tar reader wraps the errors of its input, so the flag tells the limit from damage.
+struct Limited<R> {
+    inner: R,
+    left: u64,
+    hit: Rc<Cell<bool>>,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            self.hit.set(true);
+            return Err(std::io::Error::other("decompressed size limit reached"));
+        }
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 
@@ -256,7 +367,7 @@ fn read_member(
             "{name}: {size} bytes is more than the {max} bytes accepted"
         ));
     }
-    let mut buf = Vec::with_capacity(size as usize);
+    let mut buf = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
     r.take(max + 1)
         .read_to_end(&mut buf)
         .map_err(|e| format!("{name}: truncated or corrupted: {e}"))?;

@@ -54,6 +54,20 @@ pub enum Error {
         /// What is wrong.
         why: String,
     },
+    /// The capture would make kprofctl read, unpack or decompress more than the limit
+    /// ([`crate::limits`]).
+    #[error("{}: {why}: {}", path.display(), crate::limits::how_to_raise(*limit))]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What went past the limit.
+        why: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A setting (an environment variable) has a value that cannot be used.
+    #[error("{0}")]
+    BadSetting(String),
     /// A requested function or item is not in the profile.
     #[error("{0}")]
     NotFound(String),

@@ -1,16 +1,107 @@
 //! Entry points for the cargo-fuzz targets in `fuzz/` and the robustness tests: read
 //! arbitrary bytes as a bare perf.data or as an archive, with no symbol sources.
 
-use crate::{Capture, Options, Symbolizer};
-use std::path::Path;
+use crate::{Capture, HostKernel, Options, Symbolizer};
+use std::path::{Path, PathBuf};
+
+/// The input size limit under fuzzing: libFuzzer's RSS limit is 2 GiB, and what the limit
+/// guards is tested with generated bombs (`tests/hostile_capture.rs`).
+const FUZZ_MAX_INPUT: u64 = 64 << 20;
 
 fn run(bytes: &[u8], name: &str) {
-    let Ok(mut s) = Symbolizer::new(Options::default(), &mut |_| {}) else {
+    run_with(bytes, name, Options::default());
+}
+
+fn run_with(bytes: &[u8], name: &str, opts: Options) {
+    let Ok(mut s) = Symbolizer::new(opts, &mut |_| {}) else {
         return;
     };
-    if let Ok(cap) = Capture::from_bytes(Path::new(name), bytes) {
+    if let Ok(cap) = Capture::from_bytes_limited(Path::new(name), bytes, FUZZ_MAX_INPUT) {
         let _ = s.symbolize(&cap, &mut |_| {});
     }
+}
+
+/// Splits `b` at a little-endian u32 length prefix (cut to what is there).
+fn take_prefixed<'a>(b: &mut &'a [u8]) -> &'a [u8] {
+    let Some((len, rest)) = b.split_first_chunk::<4>() else {
+        let all = *b;
+        *b = &[];
+        return all;
+    };
+    let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+    let (head, tail) = rest.split_at(len);
+    *b = tail;
+    head
+}
+
+/// Builds a valid `.kprof.tar.gz` of arbitrary members and reads it as `report` does, so
+/// that the fuzzer mutates the manifest, kallsyms and perf.data themselves instead of gzip
+/// bytes whose CRC rejects nearly every mutation. Input: a flags byte, a u32 length and
+/// that many bytes of `manifest.json`, a u32 length and that many bytes of `kallsyms`, then
+/// `perf.data`. Flag bit 0: set the manifest's perf_data size and SHA-256 to the member's
+/// (when it is a JSON object), so that mutated records get past the digest check; bit 1:
+/// no kallsyms member; bit 2: no manifest member. The kernel's release is tried as
+/// `vmlinux-RELEASE` under a directory that does not exist, as with `report`.
+pub fn archive_members(bytes: &[u8]) {
+    let Some((&flags, mut rest)) = bytes.split_first() else {
+        return;
+    };
+    let manifest = take_prefixed(&mut rest);
+    let kallsyms = take_prefixed(&mut rest);
+    let perf = rest;
+    let mut fixed = None;
+    if flags & 1 != 0 {
+        if let Ok(mut m) = serde_json::from_slice::<serde_json::Value>(manifest) {
+            if let Some(p) = m.get_mut("perf_data").and_then(|p| p.as_object_mut()) {
+                let sha = <sha2::Sha256 as sha2::Digest>::digest(perf);
+                p.insert("size".into(), perf.len().into());
+                p.insert("sha256".into(), kprof_capture::build_id::hex(&sha).into());
+                fixed = serde_json::to_vec(&m).ok();
+            }
+        }
+    }
+    let manifest = fixed.as_deref().unwrap_or(manifest);
+    let mut members: Vec<(&str, &[u8])> = Vec::new();
+    if flags & 4 == 0 {
+        members.push((kprof_capture::MANIFEST, manifest));
+    }
+    members.push((kprof_capture::PERF_DATA, perf));
+    if flags & 2 == 0 {
+        members.push((kprof_capture::KALLSYMS, kallsyms));
+    }
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    let mut tar = tar::Builder::new(gz);
+    for (name, data) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o600);
+        if tar.append_data(&mut h, name, data).is_err() {
+            return;
+        }
+    }
+    let Ok(archive) = tar.into_inner().and_then(|gz| gz.finish()) else {
+        return;
+    };
+    let opts = Options {
+        host_kernel: Some(HostKernel {
+            build_id: None,
+            kallsyms: None,
+            vmlinux_dir: Some(PathBuf::from("/nonexistent/kprof-fuzz/boot")),
+        }),
+        ..Options::default()
+    };
+    run_with(&archive, "fuzz.kprof.tar.gz", opts);
+}
+
+/// The input of [`archive_members`] for these members, with `flags`.
+pub fn archive_members_input(flags: u8, manifest: &[u8], kallsyms: &[u8], perf: &[u8]) -> Vec<u8> {
+    let mut out = vec![flags];
+    for part in [manifest, kallsyms] {
+        out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        out.extend_from_slice(part);
+    }
+    out.extend_from_slice(perf);
+    out
 }
 
 /// Reads `bytes` as a bare perf.data; errors are fine, panics and aborts are bugs.

@@ -24,6 +24,7 @@ mod error;
 pub mod fuzzing;
 pub mod index;
 pub mod kallsyms;
+pub mod limits;
 pub mod off_cpu;
 pub mod perf_data;
 pub mod profile;

@@ -7,8 +7,9 @@
 use crate::elf::map_file;
 use crate::index::BuildIdIndex;
 use kprof_capture::build_id::hex;
+use kprof_capture::manifest::check_build_id;
 use object::Object;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Where a symbol file was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +50,11 @@ impl FileFacts {
 }
 
 fn facts(path: &Path) -> Option<FileFacts> {
+    // Paths recorded in the capture are tried as they are: a FIFO would block the open and a
+    // device could act on it. Only regular files (after symlinks) are opened.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let map = map_file(path).ok()?;
     let obj = object::File::parse(&map[..]).ok()?;
     Some(FileFacts {
@@ -92,6 +98,12 @@ impl Sources {
         let Some(id) = build_id else {
             return Lookup::Missing("no build-id was recorded for it".into());
         };
+        // The id comes from the capture and becomes `.build-id/XX/REST`: the manifest's are
+        // checked when it is read, and this keeps any other source from making a path of
+        // something else (or slicing inside a character).
+        if let Err(why) = check_build_id(id) {
+            return Lookup::Missing(format!("the recorded build-id {id:?} {why}"));
+        }
         let mut candidates: Vec<PathBuf> = Vec::new();
         candidates.extend(
             self.index
@@ -99,8 +111,7 @@ impl Sources {
                 .into_iter()
                 .map(|(p, _)| p.to_path_buf()),
         );
-        if id.len() > 2 {
-            let (head, tail) = id.split_at(2);
+        if let (Some(head), Some(tail)) = (id.get(..2), id.get(2..).filter(|t| !t.is_empty())) {
             if let Some(cache) = &self.perf_cache {
                 let d = cache.join(".build-id").join(head).join(tail);
                 candidates.push(d.join("debug"));
@@ -178,6 +189,9 @@ impl Sources {
     /// path when that is used; checked by build-id. The unwinder takes `.eh_frame` from one
     /// of them when the symbol file is a split debug file without it.
     pub fn files_with_build_id(&self, id: &str, recorded_path: Option<&Path>) -> Vec<PathBuf> {
+        if check_build_id(id).is_err() {
+            return Vec::new();
+        }
         let mut out: Vec<PathBuf> = self
             .index
             .by_build_id(id)
@@ -204,6 +218,12 @@ impl Sources {
         id: &str,
     ) -> Option<PathBuf> {
         let link = link?;
+        // The recorded path comes from the capture: with `..` in it, the debug roots joined
+        // to its directory would lead out of them.
+        let recorded = recorded.filter(|p| {
+            p.components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        });
         let mut dirs: Vec<PathBuf> = Vec::new();
         for base in [Some(binary), recorded].into_iter().flatten() {
             if let Some(dir) = base.parent() {

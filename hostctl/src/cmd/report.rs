@@ -124,8 +124,8 @@ pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
         }
     };
     let mut symbolizer = Symbolizer::new(opts, &mut on_progress)?;
-    // `-` is standard input (`ssh board perf record -o - … | kprofctl report -`), held in
-    // memory since a pipe cannot be read twice.
+    // `-` is standard input (`ssh board perf record -o - … | kprofctl report -`), spooled
+    // to a temporary file since a pipe cannot be read twice, at most KPROF_MAX_INPUT_SIZE.
     let cap = if capture == Path::new("-") {
         Capture::from_reader(Path::new("<stdin>"), std::io::stdin().lock())?
     } else {

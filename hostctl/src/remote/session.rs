@@ -158,15 +158,12 @@ impl Remote {
     }
 
     /// Reads a channel to its end and returns what the command printed and its exit status.
+    /// Output past [`MAX_COMMAND_OUTPUT`] is an error: a board that keeps talking must not
+    /// fill the host's memory.
     pub fn finish(&self, ch: &mut ssh2::Channel) -> anyhow::Result<Output> {
         let t = &self.target;
-        let mut stdout = Vec::new();
-        ch.read_to_end(&mut stdout)
-            .map_err(|e| io_link_error(t, "connection lost", &e))?;
-        let mut stderr = Vec::new();
-        ch.stderr()
-            .read_to_end(&mut stderr)
-            .map_err(|e| io_link_error(t, "connection lost", &e))?;
+        let stdout = read_bounded(t, ch, "output")?;
+        let stderr = read_bounded(t, &mut ch.stderr(), "error output")?;
         ch.wait_close()
             .map_err(|e| link_error(t, "connection lost", e))?;
         let status = ch
@@ -178,6 +175,25 @@ impl Remote {
             stderr,
         })
     }
+}
+
+/// The most a board command may print on stdout or stderr: the listings and `info` JSON
+/// read this way are a few KiB; captures are downloaded in a stream, not through here.
+pub const MAX_COMMAND_OUTPUT: u64 = 16 << 20;
+
+fn read_bounded(t: &Target, r: &mut impl std::io::Read, what: &str) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    r.take(MAX_COMMAND_OUTPUT + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| io_link_error(t, "connection lost", &e))?;
+    if out.len() as u64 > MAX_COMMAND_OUTPUT {
+        anyhow::bail!(
+            "{t}: a board command printed more than {} MiB of {what}, more than any kprof \
+             command prints: not read further",
+            MAX_COMMAND_OUTPUT >> 20
+        );
+    }
+    Ok(out)
 }
 
 /// An ssh-level failure worded for a person: which board, what was going on, what went wrong.
@@ -320,5 +336,25 @@ fn verify_host_key(
             key.fingerprint(),
             path.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A board command that never stops printing is read up to the bound, then refused;
+    /// output up to the bound is kept whole.
+    #[test]
+    fn read_board_output_endless_bounded() {
+        let t = Target::resolve_with("root@board", &Default::default()).unwrap();
+        let err = read_bounded(&t, &mut std::io::repeat(b'x'), "output").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("root@board:22: a board command printed more than 16 MiB of output"),
+            "{err}"
+        );
+        let exact = vec![b'y'; MAX_COMMAND_OUTPUT as usize];
+        assert_eq!(read_bounded(&t, &mut &exact[..], "output").unwrap(), exact);
     }
 }

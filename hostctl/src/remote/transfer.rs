@@ -20,6 +20,16 @@ pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Res
     let name = format!("{}{}", cap.id, kprof_capture::ARCHIVE_SUFFIX);
     let final_path = dir.join(&name);
     let part_path = dir.join(format!("{name}{PART_SUFFIX}"));
+    // The size comes from the board: a capture the report would refuse is not downloaded.
+    let max = kprof_symbols::limits::max_input_size()?;
+    if cap.size > max {
+        anyhow::bail!(
+            "{t}: {} is {} bytes: {}",
+            cap.path,
+            cap.size,
+            kprof_symbols::limits::how_to_raise(max)
+        );
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
 
     let mut offset = std::fs::metadata(&part_path).map(|m| m.len()).unwrap_or(0);
@@ -97,8 +107,17 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
             Ok(0) => break Ok(()),
             Ok(n) => {
                 // Never write past the size listed: the file on the board is immutable once
-                // listed, so more bytes mean something else answered.
-                let n = n.min((cap.size - done) as usize);
+                // listed, so more bytes mean something else answered. Stop reading there.
+                if n as u64 > cap.size - done {
+                    break Err(anyhow::anyhow!(
+                        "{t}: the board sent more than the {} bytes it listed for {}: \
+                         download stopped (the {done} bytes kept in {} are checked by sha256 \
+                         on the next fetch)",
+                        cap.size,
+                        cap.path,
+                        part.display()
+                    ));
+                }
                 if let Err(e) = file.write_all(&buf[..n]) {
                     break Err(anyhow::anyhow!("cannot write {}: {e}", part.display()));
                 }

@@ -20,6 +20,7 @@ mod render_viewer;
 mod report_common;
 mod report_errors;
 mod report_events;
+mod report_hostile;
 mod report_off_cpu;
 mod report_perf;
 mod report_perf_formats;

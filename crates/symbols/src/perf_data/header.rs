@@ -37,8 +37,27 @@ pub struct Header {
     pub damage: Option<String>,
 }
 
-/// Reads and checks the header of a perf.data of `file_len` bytes.
+/// Reads and checks the header of a perf.data of `file_len` bytes, its compressed records
+/// decompressing to at most the default input size limit.
 pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String> {
+    check_limited(r, file_len, crate::limits::DEFAULT_MAX_INPUT_SIZE)
+}
+
+/// Largest attribute or event type section: an entry is ~150 bytes and a recording has a
+/// few events per CPU, so this is ~100000 of them. The reader reserves room for as many
+/// entries as the size says.
+const MAX_ATTR_SECTION: u64 = 16 << 20;
+
+/// Largest total of the feature sections, which the reader holds in memory: perf's largest
+/// (build-ids, tracing data) are a few MiB.
+const MAX_FEATURE_SECTIONS: u64 = 256 << 20;
+
+/// [`check`] with the compressed records decompressing to at most `max_decompressed` bytes.
+pub fn check_limited(
+    r: &mut (impl Read + Seek),
+    file_len: u64,
+    max_decompressed: u64,
+) -> Result<Header, String> {
     let mut raw = [0u8; HEADER_SIZE as usize];
     r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     r.read_exact(&mut raw).map_err(|_| {
@@ -83,6 +102,15 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
     within("attribute", attrs)?;
     within("data", data)?;
     within("event type", event_types)?;
+    for (what, s) in [("attribute", attrs), ("event type", event_types)] {
+        if s.size > MAX_ATTR_SECTION {
+            return Err(format!(
+                "{what} section of {} bytes is larger than the {} any perf.data has (corrupted)",
+                s.size,
+                crate::limits::human(MAX_ATTR_SECTION)
+            ));
+        }
+    }
     // `attr_size` covers the attr and the section of its sample ids that follows it.
     let entry = attr_size;
     if !attrs.size.is_multiple_of(entry) {
@@ -110,6 +138,15 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
         };
         within(&format!("feature #{i}"), section)?;
         sections.push((bit, section));
+    }
+    let features_total = sections
+        .iter()
+        .fold(0u64, |t, (_, s)| t.saturating_add(s.size));
+    if features_total > MAX_FEATURE_SECTIONS {
+        return Err(format!(
+            "feature sections of {features_total} bytes in all, more than the {} any perf.data has (corrupted)",
+            crate::limits::human(MAX_FEATURE_SECTIONS)
+        ));
     }
     for (bit, section) in sections {
         let what = match bit {
@@ -144,7 +181,7 @@ pub fn check(r: &mut (impl Read + Seek), file_len: u64) -> Result<Header, String
             )?;
         }
     }
-    let damage = walk_records(r, data, big_endian, false)?;
+    let damage = walk_records(r, data, big_endian, false, max_decompressed)?;
     Ok(Header {
         big_endian,
         attr_size,
@@ -170,6 +207,16 @@ pub fn is_pipe(first: &[u8]) -> bool {
 /// data section. Returns the damage that leaves the records before it readable: in a
 /// stream, a last record cut short, which the reader takes for the end of the stream.
 pub fn check_pipe(r: &mut (impl Read + Seek), len: u64) -> Result<Option<String>, String> {
+    check_pipe_limited(r, len, crate::limits::DEFAULT_MAX_INPUT_SIZE)
+}
+
+/// [`check_pipe`] with the compressed records decompressing to at most `max_decompressed`
+/// bytes.
+pub fn check_pipe_limited(
+    r: &mut (impl Read + Seek),
+    len: u64,
+    max_decompressed: u64,
+) -> Result<Option<String>, String> {
     let mut first = [0u8; PIPE_HEADER_SIZE as usize];
     r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     r.read_exact(&mut first)
@@ -181,7 +228,13 @@ pub fn check_pipe(r: &mut (impl Read + Seek), len: u64) -> Result<Option<String>
         offset: PIPE_HEADER_SIZE,
         size: len - PIPE_HEADER_SIZE,
     };
-    walk_records(r, data, first.starts_with(b"2ELIFREP"), true)
+    walk_records(
+        r,
+        data,
+        first.starts_with(b"2ELIFREP"),
+        true,
+        max_decompressed,
+    )
 }
 
 /// `HEADER_CMDLINE` and `HEADER_EVENT_DESC` in perf's `util/header.h`.
@@ -281,6 +334,7 @@ fn walk_records(
     data: Section,
     big_endian: bool,
     pipe: bool,
+    max_decompressed: u64,
 ) -> Result<Option<String>, String> {
     r.seek(SeekFrom::Start(data.offset))
         .map_err(|e| e.to_string())?;
@@ -288,7 +342,10 @@ fn walk_records(
     let end = data.offset + data.size;
     let mut at = data.offset;
     let mut h = [0u8; 16];
-    let mut zstd = ZstdWalk::default();
+    let mut zstd = ZstdWalk {
+        left: max_decompressed,
+        ..ZstdWalk::default()
+    };
     while at + 8 <= end {
         r.read_exact(&mut h[..8]).map_err(|e| e.to_string())?;
         let ty = u32_at(&h, 0, big_endian).expect("4 bytes") as u32;
@@ -350,6 +407,13 @@ fn walk_records(
                         MAX_DECOMPRESSED_RECORD >> 20
                     ));
                 }
+                Fed::TotalTooLarge => {
+                    return Err(format!(
+                        "the compressed records decompress to more than {} (at offset {at}): {}",
+                        crate::limits::human(max_decompressed),
+                        crate::limits::how_to_raise(max_decompressed)
+                    ));
+                }
             }
             at += size;
             continue;
@@ -402,6 +466,9 @@ struct ZstdWalk {
     /// The decoder's last hint of the input it needs next (0 at the end of a frame).
     hint: usize,
     fed: bool,
+    /// What the records may still decompress to, in all: the reader processes every byte,
+    /// so a small file of tiny records expanding a millionfold is a bomb too.
+    left: u64,
 }
 
 /// What one compressed record's zstd data gave.
@@ -411,6 +478,8 @@ enum Fed {
     Damaged(String),
     /// More output than [`MAX_DECOMPRESSED_RECORD`].
     TooLarge,
+    /// More output, over all records, than the input size limit.
+    TotalTooLarge,
 }
 
 impl ZstdWalk {
@@ -433,6 +502,10 @@ impl ZstdWalk {
             produced += n;
             if produced > MAX_DECOMPRESSED_RECORD {
                 return Fed::TooLarge;
+            }
+            match self.left.checked_sub(n as u64) {
+                Some(left) => self.left = left,
+                None => return Fed::TotalTooLarge,
             }
             self.tail.extend_from_slice(&out[..n]);
             // Keep only the bytes of the perf record not yet complete.

@@ -52,8 +52,9 @@ pub(crate) struct Records<R: Read> {
 
 impl<R: Read + Seek> Records<BufReader<R>> {
     /// Checks the header of a perf.data of `len` bytes and opens it, a file or a stream
-    /// written in pipe mode (`perf record -o -`).
-    pub fn open(mut r: R, len: u64) -> Result<Self, String> {
+    /// written in pipe mode (`perf record -o -`); its compressed records may decompress to
+    /// `max_decompressed` bytes in all.
+    pub fn open(mut r: R, len: u64, max_decompressed: u64) -> Result<Self, String> {
         let mut first = Vec::with_capacity(16);
         r.by_ref()
             .take(16)
@@ -61,9 +62,9 @@ impl<R: Read + Seek> Records<BufReader<R>> {
             .map_err(|e| e.to_string())?;
         r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
         if header::is_pipe(&first) {
-            return Self::open_pipe(r, len);
+            return Self::open_pipe(r, len, max_decompressed);
         }
-        let header = header::check(&mut r, len)?;
+        let header = header::check_limited(&mut r, len, max_decompressed)?;
         r.rewind().map_err(|e| e.to_string())?;
         let reader = BufReader::with_capacity(1 << 20, r);
         let PerfFileReader {
@@ -83,8 +84,8 @@ impl<R: Read + Seek> Records<BufReader<R>> {
     /// Opens a pipe-mode perf.data: attributes and features come as records
     /// (HEADER_ATTR, HEADER_FEATURE) before the first event, build-ids as HEADER_BUILD_ID
     /// records among the events.
-    fn open_pipe(mut r: R, len: u64) -> Result<Self, String> {
-        let damaged = header::check_pipe(&mut r, len)?;
+    fn open_pipe(mut r: R, len: u64, max_decompressed: u64) -> Result<Self, String> {
+        let damaged = header::check_pipe_limited(&mut r, len, max_decompressed)?;
         r.rewind().map_err(|e| e.to_string())?;
         let reader = BufReader::with_capacity(1 << 20, r);
         // The attribute parser trusts the sizes inside a HEADER_ATTR record.

@@ -122,7 +122,14 @@ impl State<'_> {
             None => {
                 let map = self.procs[&pid][i].clone();
                 let img = self.user_image(&map);
-                if let Some(m) = self.procs.get_mut(&pid).and_then(|v| v.get_mut(i)) {
+                // Remembered in a list of its own only: a shared one would be copied for it,
+                // and `user_image` finds the image again by path and build-id.
+                if let Some(m) = self
+                    .procs
+                    .get_mut(&pid)
+                    .and_then(Rc::get_mut)
+                    .and_then(|v| v.get_mut(i))
+                {
                     m.image = Some(img);
                 }
                 img
@@ -133,7 +140,7 @@ impl State<'_> {
 
     pub(super) fn add_mapping(&mut self, pid: i32, map: Mapping) {
         self.unwinders.remove(&pid);
-        let maps = self.procs.entry(pid).or_default();
+        let maps = Rc::make_mut(self.procs.entry(pid).or_default());
         maps.retain(|m| m.end <= map.start || m.start >= map.end);
         let i = maps.partition_point(|m| m.start < map.start);
         maps.insert(i, map);
@@ -142,6 +149,7 @@ impl State<'_> {
     /// A forked process `pid` gets the mappings of `parent` that it has none in the place
     /// of. Its own may be there already: a FORK record can sort after the child's first MMAP2
     /// (the child ran on a CPU whose clock is behind), and those are newer than the parent's.
+    /// The child shares the parent's list until one of them changes it.
     pub(super) fn inherit_mappings(&mut self, pid: i32, parent: i32) {
         let Some(inherited) = self.procs.get(&parent).cloned() else {
             return;
@@ -152,7 +160,8 @@ impl State<'_> {
             return;
         }
         self.unwinders.remove(&pid);
-        for map in inherited {
+        let maps = Rc::make_mut(maps);
+        for map in inherited.iter().cloned() {
             let i = maps.partition_point(|m| m.start < map.start);
             let free = maps.get(i).is_none_or(|next| next.start >= map.end)
                 && i.checked_sub(1).is_none_or(|j| maps[j].end <= map.start);

@@ -109,7 +109,15 @@ impl State<'_> {
         let mut names = vec!["vmlinux".to_string()];
         let mut host_candidate = None;
         if let Some(host) = &self.opts.host_kernel {
-            if let Some(rel) = self.profile.meta.os_release.clone() {
+            // The release comes from the capture (manifest, perf.data's OSRELEASE feature):
+            // only a plain file name may be joined to the vmlinux directory.
+            if let Some(rel) = self
+                .profile
+                .meta
+                .os_release
+                .clone()
+                .filter(|r| kprof_capture::manifest::check_path_component(r).is_ok())
+            {
                 names.push(format!("vmlinux-{rel}"));
                 host_candidate = host
                     .vmlinux_dir

@@ -182,7 +182,10 @@ struct State<'a> {
     kaslr: u64,
     modules: Vec<Module>,
     header_build_ids: HashMap<DsoKey, String>,
-    procs: HashMap<i32, Vec<Mapping>>,
+    /// Shared between a parent and the children it forked until one of them maps or unmaps
+    /// something: a FORK copies nothing, so many forks of a process with many mappings cost
+    /// one list, not one per child.
+    procs: HashMap<i32, Rc<Vec<Mapping>>>,
     comms: HashMap<i32, String>,
     threads: HashMap<(i32, i32, String), usize>,
     functions: HashMap<(usize, Option<String>), usize>,

@@ -28,6 +28,58 @@ pub fn write(samples: &[Sample]) -> Vec<u8> {
     file(&attr, &data)
 }
 
+/// A perf.data with the raw records `before` (side-band records: see [`fork`], [`mmap2`])
+/// ahead of the samples.
+#[allow(dead_code)]
+pub fn write_with(before: &[u8], samples: &[Sample]) -> Vec<u8> {
+    let (attr, data) = attr_and_records(samples);
+    let mut records = before.to_vec();
+    records.extend_from_slice(&data);
+    file(&attr, &records)
+}
+
+/// A `PERF_RECORD_FORK`: process `pid` forked from `ppid`.
+#[allow(dead_code)]
+pub fn fork(pid: i32, ppid: i32) -> Vec<u8> {
+    let mut r = Vec::new();
+    r.extend_from_slice(&7u32.to_le_bytes()); // PERF_RECORD_FORK
+    r.extend_from_slice(&0u16.to_le_bytes());
+    r.extend_from_slice(&32u16.to_le_bytes());
+    for v in [pid, ppid, pid, ppid] {
+        r.extend_from_slice(&v.to_le_bytes());
+    }
+    u64s(&mut r, 0);
+    r
+}
+
+/// A `PERF_RECORD_MMAP2` of an executable mapping of `path` in `pid`, with a build-id.
+#[allow(dead_code)]
+pub fn mmap2(pid: i32, start: u64, len: u64, path: &str, build_id: &[u8; 20]) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&pid.to_le_bytes());
+    body.extend_from_slice(&pid.to_le_bytes());
+    u64s(&mut body, start);
+    u64s(&mut body, len);
+    u64s(&mut body, 0);
+    body.push(20); // build_id_size
+    body.extend_from_slice(&[0; 3]);
+    body.extend_from_slice(build_id);
+    body.extend_from_slice(&5u32.to_le_bytes()); // PROT_READ | PROT_EXEC
+    body.extend_from_slice(&2u32.to_le_bytes()); // MAP_PRIVATE
+    body.extend_from_slice(path.as_bytes());
+    body.push(0);
+    while body.len() % 8 != 0 {
+        body.push(0);
+    }
+    let mut r = Vec::new();
+    r.extend_from_slice(&10u32.to_le_bytes()); // PERF_RECORD_MMAP2
+                                               // PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID
+    r.extend_from_slice(&(2u16 | 1 << 14).to_le_bytes());
+    r.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+    r.extend_from_slice(&body);
+    r
+}
+
 /// The same perf.data with its records in `PERF_RECORD_COMPRESSED` records, as `perf record
 /// -z` writes them: one zstd frame for all, flushed at the end of each record, and the raw
 /// records cut at `cuts` (fractions of their length) so that records span compressed records.

@@ -1,0 +1,99 @@
+//! How much a capture may make kprofctl read, unpack or decompress: captures come from boards
+//! that may be hostile, and a small archive can inflate a thousandfold.
+//!
+//! One limit, [`max_input_size`], caps every byte count a capture decides: the decompressed
+//! archive (and so the perf.data unpacked from it), a capture read from standard input, the
+//! records decompressed from `perf record -z` data and the size of a download. Raise it with
+//! the environment variable [`ENV`] (`KPROF_MAX_INPUT_SIZE=8G`).
+
+use crate::error::{Error, Result};
+
+/// The environment variable that sets [`max_input_size`].
+pub const ENV: &str = "KPROF_MAX_INPUT_SIZE";
+
+/// 2 GiB: a `--call-graph dwarf` capture of a busy board reaches a few hundred MiB of
+/// perf.data; ten times that is still a capture, a thousand times a bomb.
+pub const DEFAULT_MAX_INPUT_SIZE: u64 = 2 << 30;
+
+/// The limit: [`ENV`] when set, else [`DEFAULT_MAX_INPUT_SIZE`]. A value that is not a size
+/// is an error (a typo must not remove the limit).
+pub fn max_input_size() -> Result<u64> {
+    match std::env::var(ENV) {
+        Ok(v) => parse_size(&v).ok_or_else(|| {
+            Error::BadSetting(format!(
+                "{ENV}={v:?} is not a size (bytes, or a number with K, M, G or T: 4G)"
+            ))
+        }),
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_MAX_INPUT_SIZE),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::BadSetting(format!(
+            "{ENV}={v:?} is not a size (bytes, or a number with K, M, G or T: 4G)"
+        ))),
+    }
+}
+
+/// Parses `123`, `64K`, `512M`, `4G`, `1T` (binary multiples, an optional `iB` or `B`).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let s = s
+        .strip_suffix("iB")
+        .or_else(|| s.strip_suffix('B'))
+        .unwrap_or(s);
+    let (digits, shift) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 10),
+        (i, 'm' | 'M') => (&s[..i], 20),
+        (i, 'g' | 'G') => (&s[..i], 30),
+        (i, 't' | 'T') => (&s[..i], 40),
+        _ => (s, 0),
+    };
+    let n: u64 = digits.trim().parse().ok()?;
+    n.checked_mul(1u64 << shift)
+}
+
+/// A byte count the way the messages about limits say it: `2 GiB`, `64 MiB`, `1000 bytes`.
+pub fn human(n: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    format!("{n} bytes")
+}
+
+/// How to raise the limit, for messages.
+pub fn how_to_raise(limit: u64) -> String {
+    format!(
+        "the limit is {} ({ENV}); if the capture is genuine, raise it: {ENV}={}",
+        human(limit),
+        human_arg(limit.saturating_mul(4))
+    )
+}
+
+fn human_arg(n: u64) -> String {
+    human(n)
+        .replace(" GiB", "G")
+        .replace(" MiB", "M")
+        .replace(" TiB", "T")
+        .replace(" KiB", "K")
+        .replace(" bytes", "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes parse with binary suffixes; garbage and overflow do not.
+    #[test]
+    fn parse_size_suffixes_and_garbage() {
+        assert_eq!(parse_size("123"), Some(123));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("512M"), Some(512 << 20));
+        assert_eq!(parse_size("4G"), Some(4 << 30));
+        assert_eq!(parse_size("4GiB"), Some(4 << 30));
+        assert_eq!(parse_size("1t"), Some(1 << 40));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("99999999999T"), None);
+        assert_eq!(human(2 << 30), "2 GiB");
+        assert_eq!(human(1000), "1000 bytes");
+    }
+}
