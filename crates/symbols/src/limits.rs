@@ -59,6 +59,17 @@ pub fn human(n: u64) -> String {
     format!("{n} bytes")
 }
 
+/// How many times the input size limit the records of `perf record -z` data may decompress to
+/// in all. They are decompressed as they are read, not stored, so this bounds time, not space:
+/// a real `--call-graph dwarf` capture (~32 MB of records per busy CPU-second, compressed
+/// 30-50:1) must fit with room, a zstd bomb (thousands to one) must not run for minutes.
+pub const RECORDS_PER_INPUT: u64 = 16;
+
+/// What the records of a capture read with input size limit `max_input` may decompress to.
+pub fn records_budget(max_input: u64) -> u64 {
+    max_input.saturating_mul(RECORDS_PER_INPUT)
+}
+
 /// How to raise the limit, for messages.
 pub fn how_to_raise(limit: u64) -> String {
     format!(

@@ -409,9 +409,13 @@ fn walk_records(
                 }
                 Fed::TotalTooLarge => {
                     return Err(format!(
-                        "the compressed records decompress to more than {} (at offset {at}): {}",
+                        "the compressed records decompress to more than {} ({} times the input \
+                         size limit, at offset {at}): {}",
                         crate::limits::human(max_decompressed),
-                        crate::limits::how_to_raise(max_decompressed)
+                        crate::limits::RECORDS_PER_INPUT,
+                        crate::limits::how_to_raise(
+                            max_decompressed / crate::limits::RECORDS_PER_INPUT
+                        )
                     ));
                 }
             }

@@ -66,7 +66,8 @@ fn read_records(
         path: shown.clone(),
         why,
     };
-    let mut records = Records::open(r, len, capture.max_input).map_err(bad)?;
+    let mut records =
+        Records::open(r, len, crate::limits::records_budget(capture.max_input)).map_err(bad)?;
     read_header(st, &records.file, capture).map_err(bad)?;
     let total = records.total;
     let nev = st.profile.events.len();
