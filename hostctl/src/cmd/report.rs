@@ -131,13 +131,32 @@ pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
     } else {
         Capture::open(capture)?
     };
-    let profile = symbolizer.symbolize(&cap, &mut on_progress)?;
+    let mut profile = symbolizer.symbolize(&cap, &mut on_progress)?;
     bar.finish_and_clear();
+    if let Some(w) = cap.manifest.as_ref().and_then(truncation_warning) {
+        profile.warnings.insert(0, w);
+    }
     Ok(Loaded {
         profile,
         symbolizer,
         prefixes,
     })
+}
+
+/// What the user must know of a capture the board cut short (manifest `truncated`).
+fn truncation_warning(m: &kprof_capture::Manifest) -> Option<String> {
+    if !m.truncated {
+        return None;
+    }
+    let t = m.truncation.as_ref();
+    let lost = match (t.and_then(|t| t.lost_records), t.and_then(|t| t.lost_bytes)) {
+        (Some(r), Some(b)) => format!(", {r} records ({b} bytes) lost"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the capture is TRUNCATED: writing perf.data on the board failed ({}){lost}; it shows only what was recorded until then",
+        t.map_or("reason not recorded", |t| t.reason.as_str())
+    ))
 }
 
 /// Event indices selected by `--event`, in the order given; all events when none.
