@@ -426,3 +426,69 @@ fn build_id_section(entries: &[BuildIdEntry]) -> Vec<u8> {
     }
     b
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(i: usize) -> Vec<u8> {
+        let len = 8 * (2 + i % 40);
+        let mut r = vec![0u8; len];
+        r[..4].copy_from_slice(&9u32.to_ne_bytes());
+        r[6..8].copy_from_slice(&(len as u16).to_ne_bytes());
+        for (k, b) in r[8..].iter_mut().enumerate() {
+            *b = (k ^ i) as u8;
+        }
+        r
+    }
+
+    /// A data section of zstd records cut at any byte (as a short write on a full disk leaves
+    /// it) keeps exactly the flushed batches that are whole: every cut ends after a batch's
+    /// compressed record or its FINISHED_ROUND and counts the records up to there, never a
+    /// partial compressed record.
+    #[test]
+    fn cut_perfdata_zstd_any_length_whole_rounds() {
+        let mut z = Encoder::new(1).unwrap();
+        let mut data = Vec::new();
+        // (section length, records, record bytes) after each round.
+        let mut rounds = vec![(0u64, 0u64, 0u64)];
+        let (mut n, mut bytes) = (0u64, 0u64);
+        let round_end = crate::perf_records::finished_round();
+        for round in 0..12 {
+            for i in 0..(50 + round * 37) {
+                let r = record(i);
+                z.push(&r, &mut data).unwrap();
+                n += 1;
+                bytes += r.len() as u64;
+            }
+            z.flush(&mut data).unwrap();
+            // The compressed round alone is whole too.
+            rounds.push((data.len() as u64, n, bytes));
+            data.extend_from_slice(&round_end);
+            n += 1;
+            bytes += round_end.len() as u64;
+            rounds.push((data.len() as u64, n, bytes));
+        }
+        for cut in (0..=data.len()).step_by(7).chain([data.len()]) {
+            let got = complete_prefix(&data[..cut], true).unwrap();
+            let want = *rounds.iter().rev().find(|r| r.0 <= cut as u64).unwrap();
+            assert_eq!(got, want, "cut at {cut}");
+        }
+    }
+
+    /// Uncompressed records: the prefix ends after the last whole record.
+    #[test]
+    fn cut_perfdata_plain_last_whole_record() {
+        let recs: Vec<Vec<u8>> = (0..30).map(record).collect();
+        let data = recs.concat();
+        let mut ends = vec![0usize];
+        for r in &recs {
+            ends.push(ends.last().unwrap() + r.len());
+        }
+        for cut in 0..=data.len() {
+            let (len, n, bytes) = complete_prefix(&data[..cut], false).unwrap();
+            let k = ends.iter().rposition(|&e| e <= cut).unwrap();
+            assert_eq!((len, n, bytes), (ends[k] as u64, k as u64, ends[k] as u64));
+        }
+    }
+}
