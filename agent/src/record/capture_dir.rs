@@ -63,9 +63,15 @@ impl WorkDir {
 
     /// Sets [`RESERVE`] bytes aside in the work dir (real blocks, not a sparse file).
     pub(super) fn reserve(&self) -> Result<(), Error> {
+        use std::os::fd::AsRawFd;
         let path = self.member(RESERVE_NAME);
         let r = (|| {
             let mut f = fs::File::create(&path)?;
+            // SAFETY: fallocate on a descriptor we own. It allocates without writing (no
+            // flash wear); filesystems without it (ubifs, jffs2) get zeros written instead.
+            if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, RESERVE as libc::off_t) } == 0 {
+                return Ok(());
+            }
             let zeros = vec![0u8; 64 * 1024];
             for _ in 0..RESERVE / zeros.len() as u64 {
                 f.write_all(&zeros)?;
