@@ -60,7 +60,7 @@ fn board_run_tmpfs_full_truncated_fetch_readable() {
         board
             .on_board("run")
             .args(["-o", &fs.dir, "--min-free", "1M", "--no-compress"])
-            .args(["--call-graph", "dwarf", "-F", "1000", "--symbols"])
+            .args(["--call-graph", "dwarf", "--symbols"])
             .arg(&board.symbols)
             // Runs until stopped: only the full disk ends it.
             .args(["--", "sh", "-c", "while :; do :; done"]),
