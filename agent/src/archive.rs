@@ -25,7 +25,17 @@ pub enum Member<'a> {
 
 /// Writes `dir/ID.kprof.tar.gz` atomically and returns its path.
 /// The manifest goes first so `list` can read it without inflating perf.data.
-pub fn write(dir: &Path, id: &str, members: &[Member<'_>], mtime: u64) -> io::Result<PathBuf> {
+///
+/// With `consume`, the files are given back to the filesystem as they are copied (their
+/// copied part is punched out), so that an archive as big as its members fits on a full
+/// disk; a failure then leaves them destroyed.
+pub fn write(
+    dir: &Path,
+    id: &str,
+    members: &[Member<'_>],
+    mtime: u64,
+    consume: bool,
+) -> io::Result<PathBuf> {
     let final_path = dir.join(format!("{id}{ARCHIVE_SUFFIX}"));
     let tmp_path = dir.join(format!(".{id}{ARCHIVE_SUFFIX}.tmp"));
     let result = (|| {
@@ -52,9 +62,18 @@ pub fn write(dir: &Path, id: &str, members: &[Member<'_>], mtime: u64) -> io::Re
                     tar.append_data(&mut h, name, *data)?;
                 }
                 Member::File(name, path) | Member::StoredFile(name, path) => {
-                    let f = File::open(path)?;
+                    let f = OpenOptions::new().read(true).write(consume).open(path)?;
                     h.set_size(f.metadata()?.len());
-                    tar.append_data(&mut h, name, f)?;
+                    if consume {
+                        let r = Consuming {
+                            f,
+                            read: 0,
+                            punched: 0,
+                        };
+                        tar.append_data(&mut h, name, r)?;
+                    } else {
+                        tar.append_data(&mut h, name, f)?;
+                    }
                 }
             }
         }
@@ -71,6 +90,41 @@ pub fn write(dir: &Path, id: &str, members: &[Member<'_>], mtime: u64) -> io::Re
         return Err(e);
     }
     Ok(final_path)
+}
+
+/// A file read once, front to back, whose read part is punched out (in steps of
+/// [`PUNCH_STEP`]) so that its blocks are free for the archive being written.
+struct Consuming {
+    f: File,
+    read: u64,
+    punched: u64,
+}
+
+const PUNCH_STEP: u64 = 256 << 10;
+
+impl Read for Consuming {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let n = self.f.read(buf)?;
+        self.read += n as u64;
+        let upto = self.read & !4095;
+        if upto >= self.punched + PUNCH_STEP {
+            // SAFETY: fallocate on a descriptor we own, over a range of its own file. A
+            // filesystem without hole punching only means the archive may not fit.
+            let r = unsafe {
+                libc::fallocate(
+                    self.f.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    self.punched as libc::off_t,
+                    (upto - self.punched) as libc::off_t,
+                )
+            };
+            if r == 0 {
+                self.punched = upto;
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// Reads and checks `manifest.json` from an archive (it is the first member; later ones are
@@ -159,6 +213,7 @@ mod tests {
                 Member::StoredFile("c.bin", &extra),
             ],
             0,
+            false,
         )
         .unwrap();
         assert_eq!(path, dir.join("20260101-000000-abcd.kprof.tar.gz"));
@@ -179,6 +234,7 @@ mod tests {
             "20260101-000000-abcd",
             &[Member::Bytes("a.txt", b"x")],
             0,
+            false,
         );
         assert!(
             again.is_ok(),
@@ -191,5 +247,35 @@ mod tests {
             .collect();
         fs::remove_dir_all(&dir).unwrap();
         assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    /// Consuming members: the archive holds them whole while their copied part is given
+    /// back to the filesystem (the source's allocated blocks drop as it is read).
+    #[test]
+    fn write_archive_consume_punches_sources() {
+        let dir = std::env::temp_dir().join(format!("kprof-consume-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("perf.data");
+        let data: Vec<u8> = (0..(5u32 << 20))
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        fs::write(&src, &data).unwrap();
+        let path = write(
+            &dir,
+            "20260101-000000-abcd",
+            &[Member::StoredFile("perf.data", &src)],
+            0,
+            true,
+        )
+        .unwrap();
+        assert_eq!(read_member(&path, "perf.data").unwrap(), data);
+        use std::os::unix::fs::MetadataExt;
+        let blocks = fs::metadata(&src).unwrap().blocks() * 512;
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            blocks <= 2 * PUNCH_STEP,
+            "{blocks} bytes still allocated of {}",
+            data.len()
+        );
     }
 }

@@ -11,7 +11,7 @@ pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
                           [-z | --compression-level[=N] | --no-compress] [--off-cpu]
-                          [-- CMD ARGS...]
+                          [--min-free SIZE] [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
@@ -35,6 +35,9 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   --off-cpu   also record every context switch (sched:sched_switch with call chains) for
               off-CPU time: where threads block and for how long (tracefs: KPROF_TRACEFS;
               default --mmap-pages 512)
+  --min-free SIZE   refuse to start with less free space in the capture dir (default 16M;
+              K/M/G suffixes, 0: no check); a capture that fills the disk is stopped and
+              sealed truncated (exit status 3)
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -48,6 +51,10 @@ pub const DEFAULT_MMAP_PAGES: usize = 128;
 /// headroom between wake-ups as [`DEFAULT_MMAP_PAGES`] gives frame-pointer samples.
 pub const DEFAULT_MMAP_PAGES_DWARF: usize = 512;
 pub const DEFAULT_FREQ: u64 = 4000;
+/// The free space a capture dir must have for `record` to start (`--min-free`): room for
+/// the kallsyms snapshot (a few MiB), the reserve kept for sealing and some seconds of
+/// samples.
+pub const DEFAULT_MIN_FREE: u64 = 16 << 20;
 /// zstd level of perf.data's records unless told otherwise: level 1, perf's `-z` default. On
 /// by default because the archive is what a board stores and sends: 7-8x smaller perf.data
 /// for dwarf captures, at less CPU than the gzip pass it replaces (docs/performance.md).
@@ -133,6 +140,8 @@ pub struct RecordOpts {
     pub command: Vec<String>,
     /// `--off-cpu`: also record context switches (sched:sched_switch).
     pub off_cpu: bool,
+    /// `--min-free`: bytes the capture dir must have free to start; 0 skips the check.
+    pub min_free: u64,
 }
 
 /// A parsed command line.
@@ -194,6 +203,33 @@ fn split_opt(a: &str) -> (&str, Option<&str>) {
 fn number<T: std::str::FromStr>(opt: &str, v: &str) -> Result<T, Error> {
     v.parse()
         .map_err(|_| usage(format!("option {opt}: `{v}` is not a valid number")))
+}
+
+/// `16M`, `512K`, `1G` or plain bytes.
+fn parse_size(v: &str) -> Option<u64> {
+    let (digits, shift) = match v.as_bytes().last()? {
+        b'k' | b'K' => (&v[..v.len() - 1], 10),
+        b'm' | b'M' => (&v[..v.len() - 1], 20),
+        b'g' | b'G' => (&v[..v.len() - 1], 30),
+        _ => (v, 0),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
+/// A byte count for messages: `1.5 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// A zstd level as perf takes it.
@@ -271,6 +307,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         compression: DEFAULT_COMPRESSION,
         command: Vec::new(),
         off_cpu: false,
+        min_free: DEFAULT_MIN_FREE,
     };
     let mut mmap_pages = None;
     let mut all_cpus = false;
@@ -345,6 +382,14 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
                 })
             }
             "--no-compress" if att.is_none() => o.compression = None,
+            "--min-free" => {
+                let v = it.value(opt, att)?;
+                o.min_free = parse_size(v).ok_or_else(|| {
+                    usage(format!(
+                        "option --min-free: `{v}` is not a size (bytes, or with a K/M/G suffix)"
+                    ))
+                })?;
+            }
             _ => return Err(usage(format!("record: unknown option `{a}`"))),
         }
     }
@@ -378,6 +423,25 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    /// `--min-free` takes bytes or K/M/G sizes (0 turns the check off) and refuses anything
+    /// else naming the option; it defaults to the documented floor.
+    #[test]
+    fn parse_record_min_free_sizes() {
+        let min_free = |a: &str| match parse(&args(a)) {
+            Ok(Command::Record(o)) => Ok(o.min_free),
+            Ok(_) => panic!(),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(min_free("record"), Ok(DEFAULT_MIN_FREE));
+        assert_eq!(min_free("record --min-free 0"), Ok(0));
+        assert_eq!(min_free("record --min-free=512K"), Ok(512 << 10));
+        assert_eq!(min_free("record --min-free 2M"), Ok(2 << 20));
+        assert_eq!(min_free("record --min-free 4096"), Ok(4096));
+        let e = min_free("record --min-free 2X").unwrap_err();
+        assert!(e.contains("--min-free") && e.contains("`2X`"), "{e}");
+        assert!(min_free("record --min-free 99999999999G").is_err());
     }
 
     /// The issue's example command line parses into the expected options.

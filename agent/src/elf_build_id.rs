@@ -27,10 +27,121 @@ pub fn build_id_of_note_file(path: &Path) -> io::Result<Option<Vec<u8>>> {
     Ok(build_id_in_notes(&data, cfg!(target_endian = "big"), 4))
 }
 
+/// The most read from one file looking for its build-id: headers, then a few notes.
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// Why a file's build-id was not read.
+#[derive(Debug)]
+pub enum Unread {
+    /// The path names no regular file (now): what it is instead (`FIFO`, `device`...).
+    NotRegular(&'static str),
+    /// Opening or reading it failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::NotRegular(kind) => write!(f, "not a regular file (a {kind})"),
+            Unread::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// The GNU build-id of an ELF file, `Ok(None)` when it is not ELF or carries none.
-pub fn elf_build_id(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let mut f = File::open(path)?;
-    Ok(elf_build_id_from(&mut f))
+///
+/// The agent runs as root and the path comes from a process's mappings, which that process's
+/// owner can replace: a FIFO must not block the agent and a device must not even be opened
+/// (opening /dev/watchdog arms it). So the path is opened with `O_PATH` first, which opens
+/// nothing behind it, and only a regular file is opened for reading; at most
+/// [`MAX_FILE_BYTES`] are read.
+pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, Unread> {
+    let f = open_regular(path)?;
+    let mut r = Bounded {
+        inner: f,
+        left: MAX_FILE_BYTES,
+    };
+    Ok(elf_build_id_from(&mut r))
+}
+
+/// Opens `path` for reading if it is a regular file, without opening anything else.
+pub fn open_regular(path: &Path) -> Result<File, Unread> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Unread::Io(io::Error::from(io::ErrorKind::InvalidInput)))?;
+    let read_flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    // SAFETY: open(2) on a NUL-terminated path; the result is checked and owned below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    let f = if fd >= 0 {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a new descriptor nobody else owns.
+        let opath = unsafe { File::from_raw_fd(fd) };
+        check_regular(&opath)?;
+        // Reopening the O_PATH descriptor opens the very inode just checked, whatever the
+        // path names by now.
+        let proc_path = format!("/proc/self/fd/{fd}");
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(read_flags)
+            .open(&proc_path)
+        {
+            Ok(f) => f,
+            // No /proc: open the path itself, still without blocking on a FIFO.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(read_flags)
+                .open(path)
+                .map_err(Unread::Io)?,
+            Err(e) => return Err(Unread::Io(e)),
+        }
+    } else {
+        return Err(Unread::Io(io::Error::last_os_error()));
+    };
+    check_regular(&f)?;
+    return Ok(f);
+
+    fn check_regular(f: &File) -> Result<(), Unread> {
+        let t = f.metadata().map_err(Unread::Io)?.file_type();
+        if t.is_file() {
+            return Ok(());
+        }
+        Err(Unread::NotRegular(if t.is_fifo() {
+            "FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "device"
+        } else if t.is_dir() {
+            "directory"
+        } else if t.is_socket() {
+            "socket"
+        } else {
+            "special file"
+        }))
+    }
+}
+
+/// A reader that fails once it has read `left` bytes.
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            return Err(io::Error::other("read limit reached"));
+        }
+        let n = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let got = self.inner.read(&mut buf[..n])?;
+        self.left -= got as u64;
+        Ok(got)
+    }
+}
+
+impl<R: Seek> Seek for Bounded<R> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
 }
 
 struct Ident {
@@ -279,5 +390,30 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let bid = elf_build_id(&exe).unwrap();
         assert!(bid.is_none_or(|b| b.len() >= 8));
+    }
+
+    /// A FIFO (even one with no writer, which a plain open would wait on forever) and a
+    /// device are refused without being opened for reading, named for what they are.
+    #[test]
+    fn open_build_id_fifo_and_device_refused() {
+        let dir = std::env::temp_dir().join(format!("kprof-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("lib.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f2 = fifo.clone();
+        std::thread::spawn(move || tx.send(elf_build_id(&f2).map_err(|e| e.to_string())));
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("reading a FIFO's build-id blocked");
+        assert_eq!(r.unwrap_err(), "not a regular file (a FIFO)");
+        match elf_build_id(Path::new("/dev/null")) {
+            Err(Unread::NotRegular("device")) => {}
+            other => panic!("/dev/null: {other:?}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,15 +6,22 @@ use std::process::ExitCode;
 use kprof_agent::cli::{self, Command};
 use kprof_agent::{info, record, store, Error};
 
-fn run() -> Result<(), Error> {
+fn run() -> Result<ExitCode, Error> {
     let argv: Vec<String> = std::env::args().collect();
     match cli::parse(&argv[1..])? {
         Command::Help => print_out(&format!("{}\n", cli::USAGE)),
         Command::Version => print_out(&format!("kprof-agent {}\n", kprof_agent::AGENT_VERSION)),
         Command::Record(o) => {
-            let path = record::run(&o, &argv)?;
+            let sealed = record::run(&o, &argv)?;
             // The archive is complete; a closed stdout must not turn that into a failure.
-            let _ = writeln!(std::io::stdout(), "{}", path.display());
+            let _ = writeln!(std::io::stdout(), "{}", sealed.path.display());
+            if let Some(why) = sealed.truncated {
+                eprintln!(
+                    "kprof-agent: capture {} is truncated: {why}",
+                    sealed.path.display()
+                );
+                return Ok(ExitCode::from(record::EXIT_TRUNCATED));
+            }
         }
         Command::Info => {
             let i = info::gather();
@@ -37,7 +44,7 @@ fn run() -> Result<(), Error> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes a report to stdout. A reader that went away (`| head`) is not an error worth a
@@ -48,7 +55,7 @@ fn print_out(text: &str) {
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("kprof-agent: {e}");
             ExitCode::from(e.exit_code() as u8)

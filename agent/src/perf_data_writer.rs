@@ -8,7 +8,7 @@
 //! writes them ([`crate::zstd_records`]), announced by the COMPRESSED feature.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use crate::sys::{PerfEventAttr, ATTR_SIZE};
 use crate::zstd_records::{self, Encoder};
@@ -82,6 +82,22 @@ pub struct Writer {
     data_size: u64,
     /// `Some` when the records are written zstd-compressed.
     zstd: Option<Encoder>,
+    /// Records handed to the writer, and their bytes before compression: what a cut after a
+    /// write error compares with what reached the file.
+    records_in: u64,
+    raw_in: u64,
+}
+
+/// What [`Writer::cut_to_complete`] kept of the data section and what it could not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// Records in the file after the cut (as written: uncompressed sizes).
+    pub kept_records: u64,
+    pub kept_bytes: u64,
+    /// Records handed to the writer that are not in the file.
+    pub lost_records: u64,
+    /// Their bytes before compression.
+    pub lost_bytes: u64,
 }
 
 fn align_up(n: usize, a: usize) -> usize {
@@ -130,11 +146,15 @@ impl Writer {
             data_offset: pos,
             data_size: 0,
             zstd,
+            records_in: 0,
+            raw_in: 0,
         })
     }
 
     /// Appends one record (header included) to the data section.
     pub fn write_record(&mut self, rec: &[u8]) -> io::Result<()> {
+        self.records_in += 1;
+        self.raw_in += rec.len() as u64;
         match &mut self.zstd {
             Some(z) => self.data_size += z.push(rec, &mut self.out)?,
             None => {
@@ -148,12 +168,45 @@ impl Writer {
     /// Ends a round with `rec` (a FINISHED_ROUND): the round's records are compressed and
     /// written first, and `rec` itself goes in uncompressed, as perf does.
     pub fn end_round(&mut self, rec: &[u8]) -> io::Result<()> {
+        self.records_in += 1;
+        self.raw_in += rec.len() as u64;
         if let Some(z) = &mut self.zstd {
             self.data_size += z.flush(&mut self.out)?;
         }
         self.out.write_all(rec)?;
         self.data_size += rec.len() as u64;
         Ok(())
+    }
+
+    /// After a failed write: drops what is still buffered and cuts the file after the last
+    /// complete record that reached it (with zstd, after the last compressed record that ends
+    /// on a record boundary), so that [`Writer::finish`] then seals a valid perf.data of what
+    /// was written. The file itself says what is complete: a short write leaves any prefix.
+    pub fn cut_to_complete(&mut self) -> io::Result<Cut> {
+        let clone = self.out.get_ref().try_clone()?;
+        let failed = std::mem::replace(&mut self.out, BufWriter::with_capacity(64 * 1024, clone));
+        // Not flushed: what it holds did not fit and is counted lost below.
+        drop(failed.into_parts());
+        if let Some(z) = &mut self.zstd {
+            z.discard();
+        }
+        let file = self.out.get_mut();
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(self.data_offset))?;
+        let data_len = len.saturating_sub(self.data_offset);
+        let (keep, kept_records, kept_bytes) = complete_prefix(
+            BufReader::with_capacity(256 * 1024, (&mut *file).take(data_len)),
+            self.zstd.is_some(),
+        )?;
+        file.set_len(self.data_offset + keep)?;
+        file.seek(SeekFrom::Start(self.data_offset + keep))?;
+        self.data_size = keep;
+        Ok(Cut {
+            kept_records,
+            kept_bytes,
+            lost_records: self.records_in.saturating_sub(kept_records),
+            lost_bytes: self.raw_in.saturating_sub(kept_bytes),
+        })
     }
 
     /// Writes the feature sections and the header, flushes and syncs. Returns the file size.
@@ -252,6 +305,85 @@ impl Writer {
     }
 }
 
+/// Reads `n` bytes, or fewer at the end of the input; true when all were read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
+    let mut at = 0;
+    while at < buf.len() {
+        match r.read(&mut buf[at..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// The longest prefix of a data section made of whole records: `(bytes, records, record
+/// bytes)`, the last two counting the records inside compressed ones. With `compressed`,
+/// PERF_RECORD_COMPRESSED payloads are decoded as one zstd stream (as perf reads them) and
+/// the prefix ends only where the decoded records end whole.
+pub fn complete_prefix(mut r: impl Read, compressed: bool) -> io::Result<(u64, u64, u64)> {
+    let mut dctx = compressed.then(zstd_safe::DCtx::create);
+    let mut chunk = vec![0u8; if compressed { 256 * 1024 } else { 0 }];
+    // Decoded bytes not yet making a whole record.
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut pos, mut records, mut bytes) = (0u64, 0u64, 0u64);
+    let mut good = (0, 0, 0);
+    let mut hdr = [0u8; 8];
+    let mut body = Vec::new();
+    'records: while read_full(&mut r, &mut hdr)? {
+        let ty = u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+        let size = u16::from_ne_bytes([hdr[6], hdr[7]]) as usize;
+        if size < 8 {
+            break;
+        }
+        body.resize(size - 8, 0);
+        if !read_full(&mut r, &mut body)? {
+            break;
+        }
+        pos += size as u64;
+        match &mut dctx {
+            Some(d) if ty == zstd_records::RECORD_COMPRESSED => {
+                let mut input = zstd_safe::InBuffer::around(&body);
+                loop {
+                    let mut out = zstd_safe::OutBuffer::around(&mut chunk[..]);
+                    if d.decompress_stream(&mut out, &mut input).is_err() {
+                        break 'records;
+                    }
+                    let n = out.pos();
+                    pending.extend_from_slice(&chunk[..n]);
+                    if input.pos() == body.len() && n < chunk.len() {
+                        break;
+                    }
+                }
+                let mut at = 0;
+                while pending.len() - at >= 8 {
+                    let s = u16::from_ne_bytes([pending[at + 6], pending[at + 7]]) as usize;
+                    if s < 8 {
+                        break 'records;
+                    }
+                    if pending.len() - at < s {
+                        break;
+                    }
+                    records += 1;
+                    bytes += s as u64;
+                    at += s;
+                }
+                pending.drain(..at);
+            }
+            _ => {
+                records += 1;
+                bytes += size as u64;
+            }
+        }
+        if pending.is_empty() {
+            good = (pos, records, bytes);
+        }
+    }
+    Ok(good)
+}
+
 /// perf's `write_compressed`: version 0, type 1 (zstd), level, ratio (raw / compressed, rounded
 /// down as perf does), and the most one compressed record decodes to.
 fn compressed_section(z: &Encoder) -> Vec<u8> {
@@ -293,4 +425,70 @@ fn build_id_section(entries: &[BuildIdEntry]) -> Vec<u8> {
         b.resize(start + name_len, 0);
     }
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(i: usize) -> Vec<u8> {
+        let len = 8 * (2 + i % 40);
+        let mut r = vec![0u8; len];
+        r[..4].copy_from_slice(&9u32.to_ne_bytes());
+        r[6..8].copy_from_slice(&(len as u16).to_ne_bytes());
+        for (k, b) in r[8..].iter_mut().enumerate() {
+            *b = (k ^ i) as u8;
+        }
+        r
+    }
+
+    /// A data section of zstd records cut at any byte (as a short write on a full disk leaves
+    /// it) keeps exactly the flushed batches that are whole: every cut ends after a batch's
+    /// compressed record or its FINISHED_ROUND and counts the records up to there, never a
+    /// partial compressed record.
+    #[test]
+    fn cut_perfdata_zstd_any_length_whole_rounds() {
+        let mut z = Encoder::new(1).unwrap();
+        let mut data = Vec::new();
+        // (section length, records, record bytes) after each round.
+        let mut rounds = vec![(0u64, 0u64, 0u64)];
+        let (mut n, mut bytes) = (0u64, 0u64);
+        let round_end = crate::perf_records::finished_round();
+        for round in 0..12 {
+            for i in 0..(50 + round * 37) {
+                let r = record(i);
+                z.push(&r, &mut data).unwrap();
+                n += 1;
+                bytes += r.len() as u64;
+            }
+            z.flush(&mut data).unwrap();
+            // The compressed round alone is whole too.
+            rounds.push((data.len() as u64, n, bytes));
+            data.extend_from_slice(&round_end);
+            n += 1;
+            bytes += round_end.len() as u64;
+            rounds.push((data.len() as u64, n, bytes));
+        }
+        for cut in (0..=data.len()).step_by(7).chain([data.len()]) {
+            let got = complete_prefix(&data[..cut], true).unwrap();
+            let want = *rounds.iter().rev().find(|r| r.0 <= cut as u64).unwrap();
+            assert_eq!(got, want, "cut at {cut}");
+        }
+    }
+
+    /// Uncompressed records: the prefix ends after the last whole record.
+    #[test]
+    fn cut_perfdata_plain_last_whole_record() {
+        let recs: Vec<Vec<u8>> = (0..30).map(record).collect();
+        let data = recs.concat();
+        let mut ends = vec![0usize];
+        for r in &recs {
+            ends.push(ends.last().unwrap() + r.len());
+        }
+        for cut in 0..=data.len() {
+            let (len, n, bytes) = complete_prefix(&data[..cut], false).unwrap();
+            let k = ends.iter().rposition(|&e| e <= cut).unwrap();
+            assert_eq!((len, n, bytes), (ends[k] as u64, k as u64, ends[k] as u64));
+        }
+    }
 }

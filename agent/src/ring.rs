@@ -22,6 +22,9 @@ pub struct Ring {
     data_size: usize,
     /// Records that wrap around the end of the buffer are reassembled here.
     scratch: Vec<u8>,
+    /// Batches cut short by a corrupt record header, and the bytes dropped with them.
+    dropped_batches: u64,
+    dropped_bytes: u64,
 }
 
 impl Ring {
@@ -51,11 +54,19 @@ impl Ring {
             page,
             data_size: pages * page,
             scratch: Vec::new(),
+            dropped_batches: 0,
+            dropped_bytes: 0,
         })
     }
 
     pub fn fd(&self) -> &OwnedFd {
         &self.fd
+    }
+
+    /// `(batches, bytes)` dropped so far because a record header was corrupt: the records in
+    /// those bytes are lost, and no LOST record counts them.
+    pub fn dropped(&self) -> (u64, u64) {
+        (self.dropped_batches, self.dropped_bytes)
     }
 
     fn head(&self) -> &AtomicU64 {
@@ -84,7 +95,10 @@ impl Ring {
             // Headers are 8-aligned and the buffer size a multiple of 8: never split.
             let size = u16::from_ne_bytes([data[off + 6], data[off + 7]]) as u64;
             if size < 8 || tail + size > head {
-                // A corrupt header would loop forever: drop what is left of this batch.
+                // A corrupt header would loop forever, and nothing tells where the next record
+                // starts: drop what is left of this batch, counted as lost.
+                self.dropped_batches += 1;
+                self.dropped_bytes += head - tail;
                 tail = head;
                 break;
             }
@@ -120,5 +134,67 @@ impl Drop for Ring {
         unsafe {
             libc::munmap(self.base as *mut libc::c_void, self.map_len);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+
+    /// A ring laid out as the kernel's (control page, then `pages` data pages) over a memfd,
+    /// so the test writes the records and `data_head` itself.
+    fn memfd_ring(pages: usize) -> Ring {
+        // SAFETY: memfd_create with a NUL-terminated name; the fd is checked and owned below.
+        let fd = unsafe { libc::memfd_create(c"kprof-ring-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create: {}", io::Error::last_os_error());
+        // SAFETY: a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let len = (pages + 1) * crate::sys::page_size();
+        // SAFETY: ftruncate on our own memfd.
+        let r = unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) };
+        assert_eq!(r, 0);
+        Ring::new(fd, pages).unwrap()
+    }
+
+    fn put_record(r: &mut Ring, at: usize, ty: u32, size: u16) {
+        let mut rec = vec![0u8; size.max(8) as usize];
+        rec[..4].copy_from_slice(&ty.to_ne_bytes());
+        rec[6..8].copy_from_slice(&size.to_ne_bytes());
+        // SAFETY: `at + rec.len()` lies inside the data area, which we own mapped.
+        unsafe {
+            std::ptr::copy_nonoverlapping(rec.as_ptr(), r.base.add(r.page + at), rec.len());
+        }
+    }
+
+    /// A record header whose size is below 8 drops the rest of the batch (the reader cannot
+    /// know where the next record starts) and counts those bytes as lost; the records before
+    /// it are handed over and the tail reaches the head.
+    #[test]
+    fn drain_ring_corrupt_header_counted_lost() {
+        let mut r = memfd_ring(1);
+        put_record(&mut r, 0, 9, 24);
+        put_record(&mut r, 24, 9, 32);
+        put_record(&mut r, 56, 9, 4); // corrupt: size 4
+        put_record(&mut r, 64, 9, 40); // unreachable behind it
+        r.head().store(104, Ordering::Release);
+        let mut seen = Vec::new();
+        let consumed = r
+            .drain(|rec| -> Result<(), ()> {
+                seen.push(rec.len());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, [24, 32]);
+        assert_eq!(consumed, 104);
+        assert_eq!(r.tail().load(Ordering::Acquire), 104);
+        assert_eq!(r.dropped(), (1, 104 - 56));
+
+        // A header claiming more than the kernel has written is corrupt too.
+        put_record(&mut r, 104, 9, 200);
+        r.head().store(104 + 64, Ordering::Release);
+        r.drain(|_| -> Result<(), ()> { panic!("no record is whole") })
+            .unwrap();
+        assert_eq!(r.dropped(), (2, 48 + 64));
     }
 }

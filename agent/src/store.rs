@@ -75,21 +75,6 @@ pub fn list(dir: &Path) -> Result<Vec<Entry>, Error> {
     Ok(out)
 }
 
-fn human(n: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 /// The table `list` prints.
 pub fn render(entries: &[Entry]) -> String {
     let w = entries.iter().map(|e| e.id.len()).max().unwrap_or(2).max(2);
@@ -107,7 +92,7 @@ pub fn render(entries: &[Entry]) -> String {
             "{:<w$}  {:<20}  {:>9}  {cmd}\n",
             e.id,
             e.time,
-            human(e.size)
+            crate::cli::human_bytes(e.size)
         ));
     }
     s

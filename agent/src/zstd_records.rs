@@ -89,6 +89,11 @@ impl Encoder {
         Ok(written)
     }
 
+    /// Drops the batch not yet compressed (after a failed write, nothing more is written).
+    pub fn discard(&mut self) {
+        self.batch.clear();
+    }
+
     /// Compresses the batch into compressed records written to `w`; each ends with a zstd
     /// flush, so the file decodes up to its last whole record. Returns the bytes written.
     pub fn flush(&mut self, w: &mut impl Write) -> io::Result<u64> {

@@ -2,10 +2,17 @@
 //! assembled before it becomes `ID.kprof.tar.gz`.
 
 use std::fs;
+use std::io::{self, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
+
+/// Space set aside in the work dir while sampling and given back when perf.data cannot be
+/// written any more: room for the feature sections, the manifest and the archive's own
+/// overhead on a full disk.
+const RESERVE: u64 = 1 << 20;
+const RESERVE_NAME: &str = ".reserve";
 
 /// `DIR/.ID.partial`: removed on drop unless [`WorkDir::keep`] says a failure must leave
 /// what was captured for the user.
@@ -21,7 +28,9 @@ pub(super) struct WorkDir {
 impl WorkDir {
     /// Creates the capture dir if needed and the work dir inside it; creating the work dir
     /// proves the capture dir writable before sampling starts.
-    pub(super) fn create(out_dir: &Path, id: &str) -> Result<WorkDir, Error> {
+    /// Refuses, before anything is written, a capture dir with less than `min_free` bytes
+    /// available.
+    pub(super) fn create(out_dir: &Path, id: &str, min_free: u64) -> Result<WorkDir, Error> {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -34,6 +43,7 @@ impl WorkDir {
             })?;
         let out_dir = fs::canonicalize(out_dir)
             .map_err(|e| Error::io(format!("cannot use capture dir {}", out_dir.display()), e))?;
+        check_free(&out_dir, min_free)?;
         let path = out_dir.join(format!(".{id}.partial"));
         fs::DirBuilder::new()
             .mode(0o700)
@@ -51,6 +61,41 @@ impl WorkDir {
         })
     }
 
+    /// Sets [`RESERVE`] bytes aside in the work dir (real blocks, not a sparse file).
+    pub(super) fn reserve(&self) -> Result<(), Error> {
+        use std::os::fd::AsRawFd;
+        let path = self.member(RESERVE_NAME);
+        let r = (|| {
+            let mut f = fs::File::create(&path)?;
+            // SAFETY: fallocate on a descriptor we own. It allocates without writing (no
+            // flash wear); filesystems without it (ubifs, jffs2) get zeros written instead.
+            if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, RESERVE as libc::off_t) } == 0 {
+                return Ok(());
+            }
+            let zeros = vec![0u8; 64 * 1024];
+            for _ in 0..RESERVE / zeros.len() as u64 {
+                f.write_all(&zeros)?;
+            }
+            f.sync_all()
+        })();
+        r.map_err(|e| {
+            let _ = fs::remove_file(&path);
+            Error::io(
+                format!(
+                    "cannot set {} KiB aside in capture dir {}",
+                    RESERVE >> 10,
+                    self.out_dir.display()
+                ),
+                e,
+            )
+        })
+    }
+
+    /// Gives the reserved space back, for sealing.
+    pub(super) fn release_reserve(&self) {
+        let _ = fs::remove_file(self.member(RESERVE_NAME));
+    }
+
     /// Path of a capture member (`perf.data`, `kallsyms`...) in the work dir.
     pub(super) fn member(&self, name: &str) -> PathBuf {
         self.path.join(name)
@@ -63,4 +108,40 @@ impl Drop for WorkDir {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Bytes available to the agent in the filesystem of `dir` (as `df` shows them).
+pub(super) fn free_bytes(dir: &Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statvfs is plain data, filled by statvfs(3) below.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid struct pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+fn check_free(dir: &Path, min_free: u64) -> Result<(), Error> {
+    if min_free == 0 {
+        return Ok(());
+    }
+    let free = free_bytes(dir).map_err(|e| {
+        Error::io(
+            format!("cannot read the free space of {}", dir.display()),
+            e,
+        )
+    })?;
+    if free < min_free {
+        return Err(Error::Other(format!(
+            "capture dir {} has {} free ({free} bytes), below the {} floor: free some space, \
+             choose another dir with -o, or lower the floor with --min-free",
+            dir.display(),
+            crate::cli::human_bytes(free),
+            crate::cli::human_bytes(min_free),
+        )));
+    }
+    Ok(())
 }

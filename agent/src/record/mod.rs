@@ -16,7 +16,7 @@ mod synthesize;
 mod workload;
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use crate::cli::{CallGraph, RecordOpts};
@@ -27,8 +27,14 @@ use sink::Sink;
 use stream::{Rings, Stop, StopWhen};
 use workload::Workload;
 
-/// Runs a capture and returns the absolute path of the archive.
-pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
+pub use seal::Sealed;
+
+/// Exit status of `record` when the capture was cut short by a write error but its archive
+/// was written (the last stdout line is its path, as for a complete capture).
+pub const EXIT_TRUNCATED: u8 = 3;
+
+/// Runs a capture and returns the absolute path of the archive, and whether it is truncated.
+pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     raise_fd_limit();
     // The workload gets the original mask back before exec.
     let signals = Signals::block()?;
@@ -55,7 +61,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
     let start_ns = timefmt::now_ns();
     let id = timefmt::capture_id(start_ns);
-    let mut work = WorkDir::create(&o.out_dir, &id)?;
+    let mut work = WorkDir::create(&o.out_dir, &id, o.min_free)?;
+    work.reserve()?;
     let mut workload = match &program {
         Some(p) => Some(Workload::spawn(&o.command, p, signals.old_mask())?),
         None => None,
@@ -68,7 +75,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
     let start_ns = timefmt::now_ns().max(start_ns);
     let data_maps = matches!(o.call_graph, Some(CallGraph::Dwarf { .. }));
     synthesize::initial_state(&mut sink, &kernel, o.pid, data_maps)
-        .map_err(|e| Error::io("cannot write perf.data", e))?;
+        .map_err(|e| Error::io(format!("cannot write {}", perf_path.display()), e))?;
     if let Some(w) = workload.as_mut() {
         w.release()
             .map_err(|e| Error::Other(format!("cannot run `{}`: {e}", o.command[0])))?;
@@ -83,14 +90,39 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         target: o.pid,
         deadline: o.duration.map(|d| Instant::now() + d),
     };
-    let stop =
-        stream::until_stop(&mut rings, &mut sink, stop_when).map_err(write_failed(&perf_path))?;
+    let streamed = stream::until_stop(&mut rings, &mut sink, stop_when);
     rings.disable();
     let stop_ns = timefmt::now_ns();
-    rings.drain(&mut sink).map_err(write_failed(&perf_path))?;
+    // A write error (a full disk) ends the capture as a signal would, and what reached the
+    // file is sealed: the workload is not left running unobserved.
+    let (stop, write_error) = match streamed {
+        Ok(stop) => match rings.drain(&mut sink) {
+            Ok(()) => (stop, None),
+            Err(e) => (stop, Some(e)),
+        },
+        Err(e) => (Stop::WriteError, Some(e)),
+    };
+    let write_error = write_error.map(|error| {
+        warn(format_args!(
+            "writing {} failed: {error}: stopping the capture{} and sealing what was written",
+            perf_path.display(),
+            if workload.is_some() {
+                " and the command"
+            } else {
+                ""
+            }
+        ));
+        let (discarded_records, discarded_bytes) = rings.discard();
+        seal::WriteError {
+            error,
+            discarded_records,
+            discarded_bytes,
+        }
+    });
     // Read while the fds are open: an event that counted nothing is told from one that
     // counted below its period.
     let counter_values = rings.counter_values();
+    let ring_dropped = rings.dropped();
     if let Stop::Signal(sig @ 1..) = stop {
         warn(format_args!("stopping on signal {sig}"));
     }
@@ -113,6 +145,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<PathBuf, Error> {
         stop_ns,
         stop,
         tracepoint: tracepoint.as_ref(),
+        ring_dropped,
+        write_error,
     };
     seal::seal(sink, end, &mut work)
 }

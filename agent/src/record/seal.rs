@@ -2,9 +2,13 @@
 //! manifest, the per-event summary on stderr, and the archive that replaces the work dir.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use kprof_capture::manifest::{Command, EventRecord, FileDigest, Manifest, OffCpu};
+use kprof_capture::manifest::{
+    Command, EventRecord, FileDigest, Manifest, OffCpu, RingDropped, SkippedFiles, Truncation,
+};
 
 use super::capture_dir::WorkDir;
 use super::kernel_state::{KernelState, SYS_MODULE};
@@ -36,19 +40,74 @@ pub(super) struct Ending<'a> {
     pub(super) stop: Stop,
     /// The context-switch tracepoint, with `--off-cpu`.
     pub(super) tracepoint: Option<&'a super::off_cpu::Tracepoint>,
+    /// Ring data dropped for corrupt record headers.
+    pub(super) ring_dropped: RingDropped,
+    /// Why the capture was cut short, when writing perf.data failed.
+    pub(super) write_error: Option<WriteError>,
 }
 
+/// A write error that ended the capture, and what the rings still held then.
+pub(super) struct WriteError {
+    pub(super) error: io::Error,
+    /// Records emptied from the rings unwritten after the error, and their bytes.
+    pub(super) discarded_records: u64,
+    pub(super) discarded_bytes: u64,
+}
+
+/// A sealed capture.
+#[derive(Debug)]
+pub struct Sealed {
+    /// The archive.
+    pub path: PathBuf,
+    /// Why the capture is truncated (and how much was lost), when it is.
+    pub truncated: Option<String>,
+}
+
+/// Longest time spent reading build-ids of mapped files; the rest are skipped (counted).
+const BUILD_ID_TIME: Duration = Duration::from_secs(30);
+/// Skipped files named in the manifest; the others are only counted.
+const SKIPPED_EXAMPLES: usize = 8;
+
 /// Finishes perf.data, writes the archive and removes the work dir; returns the archive path.
-pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<PathBuf, Error> {
+/// After a write error, perf.data is first cut to its last complete record; if even that
+/// capture cannot be sealed, the work dir is removed and the error says the capture is lost.
+pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Sealed, Error> {
     let perf_path = work.member(kprof_capture::PERF_DATA);
-    let (w, counts, files) = sink.into_parts();
-    let features = features(&end, &files);
-    let perf_size = w.finish(&features).map_err(write_failed(&perf_path))?;
+    let (mut w, counts, files) = sink.into_parts();
+    work.release_reserve();
+    let truncation = match &end.write_error {
+        None => None,
+        Some(we) => {
+            let cut = w
+                .cut_to_complete()
+                .map_err(|e| lost(work, we, "cutting perf.data to its last record", e))?;
+            let t = Truncation {
+                reason: we.error.to_string(),
+                lost_bytes: Some(cut.lost_bytes + we.discarded_bytes),
+                lost_records: Some(cut.lost_records + we.discarded_records),
+            };
+            warn(format_args!(
+                "perf.data sealed after its last complete record: {} records ({}) kept, {} records ({}) lost",
+                cut.kept_records,
+                crate::cli::human_bytes(cut.kept_bytes),
+                t.lost_records.unwrap_or(0),
+                crate::cli::human_bytes(t.lost_bytes.unwrap_or(0)),
+            ));
+            Some(t)
+        }
+    };
+    let (build_ids, skipped) = build_ids(&end.kernel, &files);
+    let features = features(&end, build_ids);
+    let perf_size = w.finish(&features).map_err(|e| match &end.write_error {
+        Some(we) => lost(work, we, "writing perf.data's header", e),
+        None => write_failed(&perf_path)(e),
+    })?;
     let sha =
         archive::sha256_file(&perf_path).map_err(|e| Error::io("cannot hash perf.data", e))?;
     let events = event_records(end.opened, &counts, end.counter_values);
     let sysctl = procfs::sysctls();
     report(&events, end.command.as_ref(), &sysctl);
+    report_dropped(&end.ring_dropped, skipped.as_ref());
     let o = end.o;
     let m = Manifest {
         schema: kprof_capture::MANIFEST_SCHEMA.into(),
@@ -84,6 +143,10 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
             tracefs: t.tracefs.display().to_string(),
             tracepoint_id: t.id,
         }),
+        truncated: truncation.is_some(),
+        truncation,
+        ring_dropped: (end.ring_dropped.bytes > 0).then_some(end.ring_dropped),
+        skipped_files: skipped,
     };
     let json = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::Other(format!("cannot encode manifest: {e}")))?;
@@ -95,22 +158,89 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Pa
         Member::File(kprof_capture::KALLSYMS, &kallsyms_path),
         Member::File(kprof_capture::MODULES, &modules_path),
     ];
-    let path = archive::write(&work.out_dir, end.id, &members, end.stop_ns / 1_000_000_000)
-        .map_err(|e| {
-            Error::io(
+    let mtime = end.stop_ns / 1_000_000_000;
+    let path = match archive::write(&work.out_dir, end.id, &members, mtime, false) {
+        Ok(p) => p,
+        // perf.data is stored as it is: the archive needs as much room again. Give each
+        // member's space back as it is copied.
+        Err(e) if no_space(&e) => {
+            warn(format_args!(
+                "no room for the archive in {} ({e}): writing it again, freeing the capture's files as they are copied",
+                work.out_dir.display()
+            ));
+            archive::write(&work.out_dir, end.id, &members, mtime, true).map_err(|e| {
+                let cause = match &end.write_error {
+                    Some(we) => format!("writing {} failed ({})", perf_path.display(), we.error),
+                    None => "the capture dir is full".to_string(),
+                };
+                work.keep = false;
+                Error::Other(format!(
+                    "capture lost: {cause}, and writing its archive in {} failed too ({e}); the partial files are removed: free space there (or record into another dir with -o)",
+                    work.out_dir.display()
+                ))
+            })?
+        }
+        Err(e) => {
+            return Err(Error::io(
                 format!(
                     "cannot write the archive (capture kept in {})",
                     work.path.display()
                 ),
                 e,
-            )
-        })?;
+            ))
+        }
+    };
     work.keep = false;
-    Ok(path)
+    let truncated = end.write_error.as_ref().map(|we| {
+        let t = m.truncation.as_ref();
+        format!(
+            "writing perf.data in {} failed ({}); {} records ({}) lost",
+            work.out_dir.display(),
+            we.error,
+            t.and_then(|t| t.lost_records).unwrap_or(0),
+            crate::cli::human_bytes(t.and_then(|t| t.lost_bytes).unwrap_or(0)),
+        )
+    });
+    Ok(Sealed { path, truncated })
+}
+
+/// Disk full or over quota.
+fn no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+        || e.kind() == io::ErrorKind::StorageFull
+}
+
+/// A truncated capture that could not be sealed either: the work dir goes (on drop), and the
+/// error says so.
+fn lost(work: &mut WorkDir, we: &WriteError, what: &str, e: io::Error) -> Error {
+    work.keep = false;
+    Error::Other(format!(
+        "capture lost: writing perf.data in {} failed ({}), and {what} failed too ({e}); the partial files are removed: free space there (or record into another dir with -o)",
+        work.out_dir.display(),
+        we.error
+    ))
+}
+
+/// Ring data dropped and mapped files skipped, on stderr.
+fn report_dropped(dropped: &RingDropped, skipped: Option<&SkippedFiles>) {
+    if dropped.bytes > 0 {
+        warn(format_args!(
+            "LOST {} of ring buffer data at {} corrupt record header(s): the records in it are not in perf.data",
+            crate::cli::human_bytes(dropped.bytes),
+            dropped.batches
+        ));
+    }
+    if let Some(s) = skipped {
+        warn(format_args!(
+            "warning: no build-id read for {} mapped file(s) (their samples may not symbolize): {}",
+            s.count,
+            s.examples.join("; ")
+        ));
+    }
 }
 
 /// perf.data's feature sections.
-fn features(end: &Ending<'_>, files: &BTreeSet<Vec<u8>>) -> Features {
+fn features(end: &Ending<'_>, build_ids: Vec<BuildIdEntry>) -> Features {
     let uname = &end.kernel.uname;
     // SAFETY: sysconf has no preconditions.
     let nr_conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
@@ -122,13 +252,17 @@ fn features(end: &Ending<'_>, files: &BTreeSet<Vec<u8>>) -> Features {
         nr_cpus_available: nr_conf.max(end.online_cpus as u32),
         nr_cpus_online: end.online_cpus as u32,
         cmdline: end.agent_argv.to_vec(),
-        build_ids: build_ids(&end.kernel, files),
+        build_ids,
         tracing_data: end.tracepoint.map(|t| t.tracing_data.clone()),
     }
 }
 
-/// Build-ids: kernel, modules, every user ELF that was mapped.
-fn build_ids(k: &KernelState, files: &BTreeSet<Vec<u8>>) -> Vec<BuildIdEntry> {
+/// Build-ids: kernel, modules, every user ELF that was mapped; and the mapped files skipped
+/// because their path names no regular file now, or because [`BUILD_ID_TIME`] ran out.
+fn build_ids(
+    k: &KernelState,
+    files: &BTreeSet<Vec<u8>>,
+) -> (Vec<BuildIdEntry>, Option<SkippedFiles>) {
     let mut out = Vec::new();
     if let Some(bid) = &k
         .kernel
@@ -153,21 +287,40 @@ fn build_ids(k: &KernelState, files: &BTreeSet<Vec<u8>>) -> Vec<BuildIdEntry> {
             });
         }
     }
+    let mut skipped = SkippedFiles::default();
+    let mut skip = |name: &str, why: &dyn std::fmt::Display| {
+        skipped.count += 1;
+        if skipped.examples.len() < SKIPPED_EXAMPLES {
+            skipped.examples.push(format!("{name}: {why}"));
+        }
+    };
+    let deadline = Instant::now() + BUILD_ID_TIME;
     for f in files {
         let name = String::from_utf8_lossy(f).into_owned();
         if name.ends_with(" (deleted)") {
             continue;
         }
-        if let Ok(Some(bid)) = elf_build_id::elf_build_id(Path::new(&name)) {
-            out.push(BuildIdEntry {
+        if Instant::now() >= deadline {
+            skip(
+                &name,
+                &format_args!("{} s spent reading build-ids", BUILD_ID_TIME.as_secs()),
+            );
+            continue;
+        }
+        match elf_build_id::elf_build_id(Path::new(&name)) {
+            Ok(Some(bid)) => out.push(BuildIdEntry {
                 misc: writer::MISC_USER,
                 pid: writer::HOST_PID,
                 build_id: bid,
                 filename: name,
-            });
+            }),
+            Ok(None) => {}
+            Err(e @ elf_build_id::Unread::NotRegular(_)) => skip(&name, &e),
+            // Gone or unreadable: no build-id, as for a file that has none.
+            Err(elf_build_id::Unread::Io(_)) => {}
         }
     }
-    out
+    (out, (skipped.count > 0).then_some(skipped))
 }
 
 /// The manifest's event entries: what was opened, what the sink counted for it, and its

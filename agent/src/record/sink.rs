@@ -42,7 +42,13 @@ impl Sink {
         opened: &[Opened],
         zstd_level: Option<i32>,
     ) -> Result<Sink, Error> {
-        let file = File::create(path)
+        // Readable too: after a write error the writer reads back what reached the file.
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
             .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
         let file_attrs: Vec<FileAttr> = opened
             .iter()

@@ -5,6 +5,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
+use kprof_capture::manifest::RingDropped;
+
 use super::open_events::Opened;
 use super::signals::Signals;
 use super::sink::Sink;
@@ -23,6 +25,8 @@ pub(super) enum Stop {
     /// A terminating signal; 0 when poll itself failed.
     Signal(i32),
     TargetExited,
+    /// Writing perf.data failed.
+    WriteError,
 }
 
 impl Stop {
@@ -33,6 +37,7 @@ impl Stop {
             Stop::Duration => "duration",
             Stop::Signal(_) => "signal",
             Stop::TargetExited => "target-exited",
+            Stop::WriteError => "write-error",
         }
     }
 }
@@ -102,6 +107,31 @@ impl Rings {
             .filter_map(|fd| sys::read_count(fd).ok())
             .map(|(value, id)| (id, value))
             .collect()
+    }
+
+    /// Empties every ring without writing anything (after a write error): the `(records,
+    /// bytes)` thrown away.
+    pub(super) fn discard(&mut self) -> (u64, u64) {
+        let (mut records, mut bytes) = (0u64, 0u64);
+        for r in self.rings.iter_mut() {
+            let _ = r.drain(|rec| -> Result<(), ()> {
+                records += 1;
+                bytes += rec.len() as u64;
+                Ok(())
+            });
+        }
+        (records, bytes)
+    }
+
+    /// Ring data dropped for corrupt record headers, all rings together.
+    pub(super) fn dropped(&self) -> RingDropped {
+        let mut d = RingDropped::default();
+        for r in &self.rings {
+            let (batches, bytes) = r.dropped();
+            d.batches += batches;
+            d.bytes += bytes;
+        }
+        d
     }
 
     /// Hands every complete record of every ring to the sink, then closes the round.

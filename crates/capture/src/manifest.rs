@@ -44,7 +44,8 @@ pub struct Manifest {
     pub start_time_ns: u64,
     /// End of sampling, nanoseconds since the Unix epoch.
     pub stop_time_ns: u64,
-    /// Why the capture stopped: `command-exited`, `duration`, `signal`, `target-exited`.
+    /// Why the capture stopped: `command-exited`, `duration`, `signal`, `target-exited`, or
+    /// `write-error` when writing perf.data failed (then `truncated` is true).
     pub stop_reason: String,
     /// The running kernel.
     pub kernel: Kernel,
@@ -62,6 +63,57 @@ pub struct Manifest {
     /// Off-CPU recording (`record --off-cpu`), when on; absent otherwise and in older captures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<OffCpu>,
+    /// Writing perf.data failed (disk full, I/O error) and the capture was cut short: the
+    /// agent stopped sampling and the workload, and sealed perf.data up to its last complete
+    /// record. `false` in complete captures and in those of agents before the field.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Why and how much, when `truncated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncation: Option<Truncation>,
+    /// Ring buffer bytes the agent dropped unread because a record header in them was corrupt
+    /// (size below 8, or past the kernel's head); the records they held are lost and counted
+    /// in no event's `lost`. Absent when none was dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring_dropped: Option<RingDropped>,
+    /// Mapped files whose build-id was not read because the path no longer named a regular
+    /// file at seal time (a FIFO, a device, a directory) or could not be read in time; absent
+    /// when none was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_files: Option<SkippedFiles>,
+}
+
+/// How a truncated capture was cut short (manifest `truncation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Truncation {
+    /// The write error, as the agent reported it (`No space left on device (os error 28)`).
+    pub reason: String,
+    /// Bytes of records taken from the ring buffers that are not in perf.data (uncompressed
+    /// sizes); `None` when unknown.
+    #[serde(default)]
+    pub lost_bytes: Option<u64>,
+    /// Records taken from the ring buffers that are not in perf.data; `None` when unknown.
+    #[serde(default)]
+    pub lost_records: Option<u64>,
+}
+
+/// Ring buffer data dropped because of a corrupt record header (manifest `ring_dropped`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingDropped {
+    /// Times a corrupt header was met (each drops the rest of that drain's batch).
+    pub batches: u64,
+    /// Bytes dropped.
+    pub bytes: u64,
+}
+
+/// Mapped files skipped when reading build-ids (manifest `skipped_files`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedFiles {
+    /// How many were skipped.
+    pub count: u64,
+    /// The first few, as `PATH: reason`.
+    #[serde(default)]
+    pub examples: Vec<String>,
 }
 
 /// How context switches were recorded for off-CPU time.
@@ -453,6 +505,10 @@ mod tests {
             sysctl: BTreeMap::new(),
             mmap_pages: None,
             off_cpu: None,
+            truncated: false,
+            truncation: None,
+            ring_dropped: None,
+            skipped_files: None,
         };
         serde_json::to_string(&m).unwrap()
     }

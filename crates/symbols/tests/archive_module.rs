@@ -152,6 +152,10 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
         sysctl: Default::default(),
         mmap_pages: None,
         off_cpu: None,
+        truncated: false,
+        truncation: None,
+        ring_dropped: None,
+        skipped_files: None,
     };
     let stage = dir.join("stage");
     std::fs::create_dir_all(&stage).unwrap();

@@ -131,13 +131,42 @@ pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
     } else {
         Capture::open(capture)?
     };
-    let profile = symbolizer.symbolize(&cap, &mut on_progress)?;
+    let mut profile = symbolizer.symbolize(&cap, &mut on_progress)?;
     bar.finish_and_clear();
+    if let Some(m) = &cap.manifest {
+        for (i, w) in capture_warnings(m).into_iter().enumerate() {
+            profile.warnings.insert(i, w);
+        }
+    }
     Ok(Loaded {
         profile,
         symbolizer,
         prefixes,
     })
+}
+
+/// What the user must know of how the board recorded the capture: cut short by a write
+/// error (manifest `truncated`), ring data dropped at corrupt headers (`ring_dropped`).
+fn capture_warnings(m: &kprof_capture::Manifest) -> Vec<String> {
+    let mut out = Vec::new();
+    if m.truncated {
+        let t = m.truncation.as_ref();
+        let lost = match (t.and_then(|t| t.lost_records), t.and_then(|t| t.lost_bytes)) {
+            (Some(r), Some(b)) => format!(", {r} records ({b} bytes) lost"),
+            _ => String::new(),
+        };
+        out.push(format!(
+            "the capture is TRUNCATED: writing perf.data on the board failed ({}){lost}; it shows only what was recorded until then",
+            t.map_or("reason not recorded", |t| t.reason.as_str())
+        ));
+    }
+    if let Some(d) = m.ring_dropped.filter(|d| d.bytes > 0) {
+        out.push(format!(
+            "the board's agent dropped {} bytes of ring buffer data at {} corrupt record header(s): the samples in them are missing",
+            d.bytes, d.batches
+        ));
+    }
+    out
 }
 
 /// Event indices selected by `--event`, in the order given; all events when none.
@@ -515,4 +544,50 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         .with_context(|| format!("writing {}", html.display()))?;
     writeln!(stdout, "HTML report: {}", html.display())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(extra: serde_json::Value) -> kprof_capture::Manifest {
+        let mut m = serde_json::json!({
+            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
+            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
+            "release": "6.1", "version": "#1", "machine": "aarch64"},
+            "events": [], "cpus": [0], "callchain": false, "start_time_ns": 1,
+            "stop_time_ns": 2, "stop_reason": "write-error", "kernel": {"release": "6.1"},
+            "modules": [], "perf_data": {"file": "perf.data", "size": 0, "sha256": ""}
+        });
+        m.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        kprof_capture::Manifest::from_json(m.to_string().as_bytes()).unwrap()
+    }
+
+    /// A truncated capture is announced with the board's error and what was lost, ring data
+    /// dropped at corrupt headers with its size; a complete capture gets neither.
+    #[test]
+    fn warn_manifest_truncated_and_ring_dropped() {
+        let w = capture_warnings(&manifest(serde_json::json!({
+            "truncated": true,
+            "truncation": {"reason": "No space left on device (os error 28)",
+                "lost_bytes": 4096, "lost_records": 12},
+            "ring_dropped": {"batches": 2, "bytes": 640}
+        })));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("the capture is TRUNCATED")
+                && w[0].contains("No space left on device (os error 28)")
+                && w[0].contains("12 records (4096 bytes) lost"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].contains("640 bytes") && w[1].contains("2 corrupt"),
+            "{}",
+            w[1]
+        );
+        assert!(capture_warnings(&manifest(serde_json::json!({}))).is_empty());
+    }
 }

@@ -66,6 +66,10 @@ pub struct RunArgs {
     /// Capture directory on the board (default: the agent's, /var/lib/kprof/captures).
     #[arg(short = 'o', long = "output-dir", value_name = "BOARD_DIR")]
     pub output_dir: Option<String>,
+    /// Free space the board's capture directory must have for the capture to start (bytes,
+    /// or with a K/M/G suffix; the agent's default is 16M, 0 turns the check off).
+    #[arg(long, value_name = "SIZE")]
+    pub min_free: Option<String>,
     /// Download and report the capture when it is done (as `kprofctl fetch`).
     #[arg(long)]
     pub fetch: bool,
@@ -96,6 +100,7 @@ impl RunArgs {
             ("-C", self.cpus.as_ref().map(CpuList::to_string)),
             ("--duration", self.duration.map(|v| v.to_string())),
             ("-o", self.output_dir.clone()),
+            ("--min-free", self.min_free.clone()),
         ];
         for (flag, value) in pairs {
             if let Some(v) = value {
@@ -164,7 +169,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let ended = detached::stream(&remote, &run)?;
     match ended {
         Ended::Exited {
-            status: 0,
+            status: status @ (0 | TRUNCATED),
             last_line,
         } => {
             run.remove(&remote);
@@ -175,6 +180,33 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 );
             }
             eprintln!("kprofctl: capture on {target}: {capture}");
+            if status == TRUNCATED {
+                // The agent said why above; the capture is valid up to where writing failed.
+                let fetched = if args.fetch {
+                    let fetch = super::fetch::FetchArgs {
+                        args: vec![target.spec.clone()],
+                        dest: args.dest.clone(),
+                        no_report: false,
+                        capture_dir: Vec::new(),
+                        ssh: args.ssh.clone(),
+                        symbols: args.symbols.clone(),
+                    };
+                    super::fetch::fetch_paths(&remote, &fetch, std::slice::from_ref(&capture))
+                } else {
+                    Ok(())
+                };
+                fetched?;
+                anyhow::bail!(
+                    "{target}: the capture is TRUNCATED: writing perf.data on the board failed \
+                     (see kprof-agent's message above); {capture} holds what was recorded until \
+                     then{}",
+                    if args.fetch {
+                        ""
+                    } else {
+                        ": `kprofctl fetch` downloads it"
+                    }
+                );
+            }
             if args.fetch {
                 let fetch = super::fetch::FetchArgs {
                     args: vec![target.spec.clone()],
@@ -208,6 +240,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         ),
     }
 }
+
+/// `kprof-agent record`'s exit status for a capture cut short by a write error (a full disk)
+/// whose archive was written all the same.
+const TRUNCATED: i32 = 3;
 
 /// Checks the board before a capture and prints what it found. Returns the agent's path.
 fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyhow::Result<String> {
