@@ -6,6 +6,7 @@
 
 pub mod archive;
 pub mod cli;
+pub mod dir_trust;
 pub mod elf_build_id;
 pub mod events;
 pub mod gzip;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use kprof_capture::ARCHIVE_SUFFIX;
 use serde::Serialize;
 
-use crate::{archive, timefmt, Error};
+use crate::{archive, dir_trust, timefmt, Error};
 
 /// One capture as `list` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -24,8 +24,25 @@ pub struct Entry {
     pub error: Option<String>,
 }
 
+/// `dir` canonical and checked by [`dir_trust::check`], or `None` when it does not exist.
+fn trusted(dir: &Path) -> Result<Option<PathBuf>, Error> {
+    match fs::canonicalize(dir) {
+        Ok(d) => dir_trust::check(&d).map(|()| Some(d)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(
+            format!("cannot use capture dir {}", dir.display()),
+            e,
+        )),
+    }
+}
+
 /// Captures in `dir`, oldest first. A missing dir is an empty list.
 pub fn list(dir: &Path) -> Result<Vec<Entry>, Error> {
+    // Archives are opened as root: in a dir others can write, a planted FIFO would block.
+    let Some(dir) = trusted(dir)? else {
+        return Ok(Vec::new());
+    };
+    let dir = dir.as_path();
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -100,6 +117,8 @@ pub fn render(entries: &[Entry]) -> String {
 
 /// Deletes the named captures. Every id is tried; the first failure is returned.
 pub fn remove(dir: &Path, ids: &[String]) -> Result<Vec<PathBuf>, Error> {
+    let checked = trusted(dir)?;
+    let dir = checked.as_deref().unwrap_or(dir);
     let mut removed = Vec::new();
     let mut first_err = None;
     for id in ids {

@@ -98,3 +98,30 @@ fn record_cli_bad_input_fails_cleanly() {
         "{stderr}"
     );
 }
+
+/// A capture dir other local users can write to (`-o` a mode 1777 dir like /tmp) is refused
+/// before the workload runs, naming the dir and its mode; `list` refuses it the same way.
+#[test]
+fn record_capture_dir_world_writable_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root();
+    let base = scratch("shared-dir");
+    let dir = base.join("shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let marker = base.join("ran");
+    let e = fails(
+        &dir,
+        &["--", "sh", "-c", &format!("touch {}", marker.display())],
+    );
+    assert!(
+        e.contains(&format!("{} is writable by group or others", dir.display()))
+            && e.contains("mode 1777"),
+        "{e}"
+    );
+    assert!(!marker.exists(), "the workload ran");
+    let out = run_agent(&["list", "-o", dir.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "list accepted it: {stderr}");
+    assert!(stderr.contains("is not safe to use"), "{stderr}");
+}

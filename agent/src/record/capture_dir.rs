@@ -43,6 +43,7 @@ impl WorkDir {
             })?;
         let out_dir = fs::canonicalize(out_dir)
             .map_err(|e| Error::io(format!("cannot use capture dir {}", out_dir.display()), e))?;
+        crate::dir_trust::check(&out_dir)?;
         check_free(&out_dir, min_free)?;
         let path = out_dir.join(format!(".{id}.partial"));
         fs::DirBuilder::new()

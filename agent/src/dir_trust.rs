@@ -1,0 +1,163 @@
+//! Whether a capture dir is safe for root to write archives into and read them back from.
+//!
+//! The agent runs as root on boards with other local users. A capture dir that another user
+//! can write to (`-o /tmp`, a dir they pre-created, one under a dir they own) lets them plant
+//! FIFOs that block `list`, swap archives between seal and fetch, or steer the path through a
+//! symlink. The rule is OpenSSH's `StrictModes` (`secure_path`): the dir and every dir above it
+//! are owned by root or by the agent's user, and none is writable by group or others, except a
+//! sticky dir above it (`/tmp`), where others cannot rename or remove what is not theirs.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::Error;
+
+const S_ISVTX: u32 = 0o1000;
+
+/// Checks the canonical capture dir `dir` and its ancestors; refuses with the path at fault,
+/// its owner and mode, and what to do.
+pub fn check(dir: &Path) -> Result<(), Error> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let mut first = true;
+    for d in dir.ancestors() {
+        let md = fs::symlink_metadata(d)
+            .map_err(|e| Error::io(format!("cannot check capture dir {}", d.display()), e))?;
+        if let Some(why) = fault(&md, euid, first) {
+            return Err(Error::Other(format!(
+                "capture dir {} is not safe to use as {}: {} {why} (owner uid {}, mode {:04o}); \
+                 another local user could plant or replace files in it. Use a directory only \
+                 this user can write, such as the default /var/lib/kprof/captures",
+                dir.display(),
+                if euid == 0 { "root" } else { "this user" },
+                d.display(),
+                md.uid(),
+                md.mode() & 0o7777
+            )));
+        }
+        first = false;
+    }
+    Ok(())
+}
+
+/// What is wrong with one dir of the chain: `own` is the capture dir itself, which must not
+/// even be sticky-writable by others.
+fn fault(md: &fs::Metadata, euid: u32, own: bool) -> Option<&'static str> {
+    let mode = md.mode();
+    if !md.file_type().is_dir() {
+        return Some("is not a directory");
+    }
+    if md.uid() != 0 && md.uid() != euid {
+        return Some("is owned by another user");
+    }
+    let shared = mode & 0o022 != 0;
+    if shared && (own || mode & S_ISVTX == 0) {
+        return Some("is writable by group or others");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A fresh dir for one test, removed on drop (tempfile is not a dependency of the agent).
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let d = std::env::temp_dir().join(format!("kprof-trust-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&d);
+            fs::create_dir(&d).unwrap();
+            fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+            Scratch(d)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir_with_mode(parent: &Path, name: &str, mode: u32) -> std::path::PathBuf {
+        let d = parent.join(name);
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(mode)).unwrap();
+        d
+    }
+
+    /// A private dir under a sticky /tmp-like dir is accepted: others cannot rename it away.
+    #[test]
+    fn check_dir_private_under_sticky_accepted() {
+        let t = Scratch::new("sticky");
+        let sticky = dir_with_mode(t.path(), "tmp", 0o1777);
+        let caps = dir_with_mode(&sticky, "caps", 0o700);
+        check(&caps).unwrap();
+    }
+
+    /// A world-writable capture dir (`-o /tmp`) is refused, sticky or not, naming it.
+    #[test]
+    fn check_dir_world_writable_refused() {
+        let t = Scratch::new("world");
+        for mode in [0o777, 0o1777, 0o770] {
+            let d = dir_with_mode(t.path(), &format!("m{mode:o}"), mode);
+            let err = check(&d).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("{} is writable by group or others", d.display())),
+                "{err}"
+            );
+        }
+    }
+
+    /// A private dir under a non-sticky world-writable dir is refused: anyone can rename it
+    /// and put a dir of their own in its place.
+    #[test]
+    fn check_dir_under_writable_parent_refused() {
+        let t = Scratch::new("parent");
+        let open = dir_with_mode(t.path(), "open", 0o777);
+        let caps = dir_with_mode(&open, "caps", 0o700);
+        let err = check(&caps).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "{} is writable by group or others",
+                open.display()
+            )),
+            "{err}"
+        );
+    }
+
+    /// A dir owned by another user is refused (as root, the test chowns it to `nobody`).
+    #[test]
+    fn check_dir_other_owner_refused() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: chown needs root");
+            return;
+        }
+        let t = Scratch::new("owner");
+        let d = dir_with_mode(t.path(), "theirs", 0o700);
+        std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+        let err = check(&d).unwrap_err().to_string();
+        assert!(err.contains("is owned by another user"), "{err}");
+        assert!(err.contains("owner uid 65534"), "{err}");
+    }
+
+    /// A symlink as the last component is refused (the caller passes a canonical path; this
+    /// is the check that a swap after canonicalizing is caught).
+    #[test]
+    fn check_dir_symlink_refused() {
+        let t = Scratch::new("symlink");
+        let real = dir_with_mode(t.path(), "real", 0o700);
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let err = check(&link).unwrap_err().to_string();
+        assert!(err.contains("is not a directory"), "{err}");
+    }
+}
