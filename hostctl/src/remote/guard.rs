@@ -16,7 +16,11 @@ use std::io::Read as _;
 /// writable by group or others; otherwise returns 1 with the reason in `$KPROF_WHY`. Callers
 /// then use `$KPROF_REAL`, so a symlink swapped after the check does not matter.
 pub const SAFE_PATH_FN: &str = r#"kprof_safe_path() {
-  KPROF_REAL=$(readlink -f -- "$1" 2>/dev/null)
+  KPROF_REAL=$(readlink -f -- "$1" 2>/dev/null || realpath -- "$1" 2>/dev/null)
+  # A busybox without either: a path whose last component is no symlink, its directory by cd -P.
+  if [ -z "$KPROF_REAL" ] && [ ! -L "$1" ] && kprof_p=$(cd -P "${1%/*}/" 2>/dev/null && pwd -P); then
+    KPROF_REAL=${kprof_p%/}/${1##*/}
+  fi
   case $KPROF_REAL in /*) ;; *) KPROF_WHY="$1 cannot be resolved (readlink -f)"; return 1;; esac
   kprof_u=$(id -u); kprof_p=$KPROF_REAL
   while :; do
@@ -121,6 +125,34 @@ pub(crate) mod tests {
         let real = std::fs::canonicalize("/bin/sh").unwrap();
         let (out, err, _) = safe_path(Path::new("/bin/sh"));
         assert_eq!(out.trim(), format!("ok {}", real.display()), "{err}");
+    }
+
+    /// On a busybox without `readlink -f` and `realpath` the directory is resolved by `cd -P`
+    /// (the checks still apply); a final symlink that cannot be resolved is refused.
+    #[test]
+    fn safe_path_without_readlink_resolves_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", real.join("link")).unwrap();
+        let sh_real = std::fs::canonicalize("/bin/sh").unwrap();
+        let name = sh_real.file_name().unwrap().to_str().unwrap();
+        let via_dir = sh_real.parent().unwrap().to_str().unwrap();
+        let check = |p: &str| {
+            sh(&format!(
+                "{SAFE_PATH_FN}readlink() {{ return 1; }}; realpath() {{ return 1; }}; \
+                 if kprof_safe_path {p}; then echo \"ok $KPROF_REAL\"; else echo \"no $KPROF_WHY\"; fi"
+            ))
+            .0
+        };
+        assert_eq!(
+            check(&format!("{via_dir}/{name}")).trim(),
+            format!("ok {}", sh_real.display())
+        );
+        let link = real.join("link");
+        assert_eq!(
+            check(link.to_str().unwrap()).trim(),
+            format!("no {} cannot be resolved (readlink -f)", link.display())
+        );
     }
 
     /// A file in a world-writable directory (the old `/tmp/kprof-agent`) is refused, naming
