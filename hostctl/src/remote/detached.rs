@@ -213,8 +213,13 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
             sess.set_blocking(true);
             let sent = send_stop(remote, &run.dir, false);
             sess.set_blocking(false);
-            if let Err(e) = sent {
-                break Some(Ended::LinkLost(format!("{e:#}")));
+            match sent {
+                Ok(Some(refused)) => {
+                    sess.set_blocking(true);
+                    anyhow::bail!("{t}: {refused}; the agent was not signalled");
+                }
+                Ok(None) => {}
+                Err(e) => break Some(Ended::LinkLost(format!("{e:#}"))),
             }
             stop_sent = Some(Instant::now());
         }
@@ -276,10 +281,11 @@ fn is_link_error(e: &ssh2::Error) -> bool {
 /// Signals the agent: SIGINT, as Ctrl-C on the board would, unless the agent inherited SIGINT
 /// ignored (shells start background jobs so, and the agent waits for signals on a signalfd,
 /// which never sees an ignored one) — then SIGTERM, which it finalizes on the same way.
-fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<()> {
+/// `Ok(Some(why))` when the run directory or its pid file is not kprofctl's: nothing is sent.
+fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<Option<String>> {
     let out = remote.exec(&stop_query_script(dir))?;
     if out.status == 253 {
-        anyhow::bail!("{}: {}", remote.target, out.stderr_str());
+        return Ok(Some(out.stderr_str()));
     }
     let status = out.stdout_str();
     let mut pid = None;
@@ -293,11 +299,11 @@ fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<()> {
         }
     }
     let Some(pid) = pid else {
-        return Ok(()); // already finished
+        return Ok(None); // already finished
     };
     let sig = if term || int_ignored { "TERM" } else { "INT" };
-    remote.exec_ok(&kill_script(dir, pid, sig), "stopping kprof-agent")?;
-    Ok(())
+    let out = remote.exec(&kill_script(dir, pid, sig))?;
+    Ok((out.status == 253).then(|| out.stderr_str()))
 }
 
 /// Shell that keeps `$p` only while it is the agent kprofctl started: a process whose working
