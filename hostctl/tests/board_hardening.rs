@@ -39,6 +39,8 @@ struct Attacker<'a> {
     had_run_kprof: bool,
     /// Captures the test's runs wrote on the board.
     captures: std::cell::RefCell<Vec<String>>,
+    /// The kprofctl the attacker goes after: its old-style run directories are removed.
+    kprofctl_pid: std::cell::RefCell<Option<u32>>,
 }
 
 impl<'a> Attacker<'a> {
@@ -54,6 +56,7 @@ impl<'a> Attacker<'a> {
             victim: None,
             had_run_kprof: board.ssh("[ -e /run/kprof ] && echo yes; true").trim() == "yes",
             captures: Default::default(),
+            kprofctl_pid: Default::default(),
         }
     }
 
@@ -98,14 +101,16 @@ impl<'a> Attacker<'a> {
             == "alive"
     }
 
-    /// The old kprofctl's paths, planted: `/tmp/kprof-run-root` mode 777 (old run
-    /// directories), an agent that marks having run as root at `/tmp/kprof-agent`, and the
-    /// deploy staging file `/tmp/kprof-agent.kprof-new` as a symlink to /etc/shadow.
+    /// The old kprofctl's paths, planted: `/tmp/kprof-run-root` mode 777 (the parent of old
+    /// run directories; left as it is when an old kprofctl made it first, root's and 0700, as
+    /// on a board shared with other kprofctl runs), an agent that marks having run as root at
+    /// `/tmp/kprof-agent`, and the deploy staging file `/tmp/kprof-agent.kprof-new` as a
+    /// symlink to /etc/shadow.
     fn plant_static(&self) {
         self.run(&format!(
-            "mkdir -p /tmp/kprof-run-root && chmod 777 /tmp/kprof-run-root && \
+            "[ -e /tmp/kprof-run-root ] || {{ mkdir /tmp/kprof-run-root && chmod 777 /tmp/kprof-run-root; }}; \
              printf '#!/bin/sh\\ntouch {MARKER}\\necho 0.1.0\\n' > /tmp/kprof-agent && \
-             chmod 755 /tmp/kprof-agent && ln -sf /etc/shadow /tmp/kprof-agent.kprof-new"
+             chmod 755 /tmp/kprof-agent && ln -s /etc/shadow /tmp/kprof-agent.kprof-new"
         ));
     }
 
@@ -117,26 +122,27 @@ impl<'a> Attacker<'a> {
             .unwrap()
             .as_secs();
         self.run(&format!(
-            "for s in $(seq {} {}); do d=/tmp/kprof-run-root/$s-{kprofctl_pid}; mkdir -p $d; \
+            "[ -w /tmp/kprof-run-root ] || exit 0; \
+             for s in $(seq {} {}); do d=/tmp/kprof-run-root/$s-{kprofctl_pid}; mkdir -p $d; \
              ln -sf /etc/shadow $d/out; ln -sf /etc/shadow $d/err; echo {pid} > $d/pid; done",
             now - 1,
             now + secs
         ));
     }
 
-    /// A loop of the attacker's that takes over every run directory kprofctl makes under
-    /// /tmp it can rename (the old `/tmp/kprof-run-root/ID`, and any `/tmp/kprof-run*`),
-    /// putting in its place one whose files lead to /etc/shadow and whose pid is `pid`, and
-    /// plants the same into any such directory it can write.
-    fn start_watcher(&self, pid: u32) {
+    /// A loop of the attacker's that takes over every run directory kprofctl (`kprofctl_pid`)
+    /// makes under /tmp that it can rename (the old `/tmp/kprof-run-root/SECS-PID`, the new
+    /// `/tmp/kprof-run.*`), putting in its place one whose files lead to /etc/shadow and whose
+    /// pid file holds `pid`, and plants the same into any such directory it can write. Other
+    /// kprofctl runs on the shared board are left alone.
+    fn start_watcher(&self, kprofctl_pid: u32, pid: u32) {
         let plant = format!(
             "for f in out err .chunk status.tmp; do ln -sf /etc/shadow \"$d/$f\" 2>/dev/null; done; \
              echo {pid} > \"$d/pid\" 2>/dev/null"
         );
         let script = format!(
-            "while :; do for d in /tmp/kprof-run-root/* /tmp/kprof-run.* /tmp/kprof-run-*; do \
+            "while :; do for d in /tmp/kprof-run-root/*-{kprofctl_pid} /tmp/kprof-run.*; do \
                [ -d \"$d\" ] && [ ! -L \"$d\" ] || continue; \
-               case $d in *.taken) continue;; esac; \
                if [ \"$(stat -c %u \"$d\")\" != {UID} ]; then \
                  mv \"$d\" \"$d.taken\" 2>/dev/null && mkdir \"$d\" && chmod 777 \"$d\"; \
                fi; {plant}; \
@@ -151,6 +157,7 @@ impl<'a> Attacker<'a> {
             "echo {pid} > {WATCHER_PID}; sleep 1; [ -d /proc/{pid} ] && echo up; true"
         ));
         assert_eq!(up.trim(), "up", "the attacker's loop did not start");
+        *self.kprofctl_pid.borrow_mut() = Some(kprofctl_pid);
     }
 
     /// /etc/shadow is byte-identical and nothing of the attacker's ran as root (`log`: what
@@ -179,18 +186,34 @@ impl Drop for Attacker<'_> {
             "rm -rf /run/kprof; ".to_owned()
         };
         let captures = self.captures.borrow().join(" ");
+        // Only this test's kprofctl's old-style directories: other runs may share the board.
+        let mine = self
+            .kprofctl_pid
+            .borrow()
+            .map_or("/nonexistent".to_owned(), |p| {
+                format!("/tmp/kprof-run-root/*-{p}")
+            });
         // A broken kprofctl leaves its agent writing through the planted files: it and its
-        // wrapper go (they are this test's) before /etc/shadow is put back.
+        // wrapper go (they are this test's) before /etc/shadow is put back. The attacker's
+        // /tmp/kprof-run-root goes, or becomes root's 0700 if other runs put theirs in it.
         self.board.ssh(&format!(
             "[ -s {WATCHER_PID} ] && kill $(cat {WATCHER_PID}) 2>/dev/null; rm -f {WATCHER_PID}; \
              for p in $(ls /proc | grep '^[0-9]*$'); do \
-               case $(readlink /proc/$p/cwd 2>/dev/null) in /tmp/kprof-run-root*) kill -9 $p;; esac; \
+               for m in {mine} {mine}.taken; do \
+                 [ \"$(readlink /proc/$p/cwd 2>/dev/null)\" = \"$m\" ] && kill -9 $p; \
+               done; \
                [ \"$(stat -c %u /proc/$p 2>/dev/null)\" = {UID} ] && kill -9 $p; \
              done; sleep 1; rm -f {captures}; \
              cmp -s {SHADOW_BACKUP} /etc/shadow || cat {SHADOW_BACKUP} > /etc/shadow; rm -f {SHADOW_BACKUP}; \
              {victim}{run_kprof}\
              grep -q ' {RO_MOUNT} ' /proc/mounts && umount {RO_MOUNT}; rmdir {RO_MOUNT} 2>/dev/null; \
-             rm -rf /tmp/kprof-run-root /tmp/kprof-run-root.taken /tmp/kprof-agent /tmp/kprof-agent.kprof-new {MARKER}; \
+             rm -rf {mine} {mine}.taken; \
+             if [ \"$(stat -c %u /tmp/kprof-run-root 2>/dev/null)\" = {UID} ]; then \
+               rmdir /tmp/kprof-run-root 2>/dev/null || {{ chown 0:0 /tmp/kprof-run-root; chmod 700 /tmp/kprof-run-root; }}; \
+             fi; \
+             for f in /tmp/kprof-agent /tmp/kprof-agent.kprof-new; do \
+               [ \"$(stat -c %u \"$f\" 2>/dev/null)\" = {UID} ] && rm -f \"$f\"; \
+             done; rm -f {MARKER}; \
              for d in /tmp/kprof-run.*; do [ \"$(stat -c %u \"$d\" 2>/dev/null)\" = {UID} ] && rm -rf \"$d\"; done; \
              sed -i '/^{USER}:/d' /etc/passwd; true"
         ));
@@ -272,11 +295,11 @@ fn run_board_planted_tmp_paths_shadow_untouched() {
     let board = Board::from_env();
     let attacker = Attacker::new(&board);
     attacker.plant_static();
-    // A pid that is not running: the old tail loop ends instead of waiting for ever.
-    attacker.start_watcher(999_999);
     remember_tmp_agent(&board);
 
     let child = spawn_run(&board, &["sh", "-c", "sleep 3; echo workload done"]);
+    // A pid that is not running: the old tail loop ends instead of waiting for ever.
+    attacker.start_watcher(child.id(), 999_999);
     attacker.plant_ids(child.id(), 30, 999_999);
     let (ok, out, err) = wait_for(child, Duration::from_secs(180));
     attacker.took(&out);
@@ -306,9 +329,9 @@ fn stop_board_planted_pid_victim_alive() {
     let mut attacker = Attacker::new(&board);
     attacker.plant_static();
     let victim = attacker.start_victim();
-    attacker.start_watcher(victim);
 
     let child = spawn_run(&board, &["sleep", "60"]);
+    attacker.start_watcher(child.id(), victim);
     attacker.plant_ids(child.id(), 30, victim);
     // Ctrl-C once the agent runs (its run directory exists and the workload sleeps).
     let deadline = Instant::now() + Duration::from_secs(60);
