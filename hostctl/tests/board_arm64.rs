@@ -468,18 +468,19 @@ fn board_arm64_perf_report_reads_capture_same_top_function() {
 #[ignore = "needs the aarch64 QEMU board (ci/board/up --arch aarch64)"]
 fn deploy_arm64_board_picks_aarch64_agent_refuses_x86_64() {
     let board = arm_board();
+    // Root's own directory: kprofctl refuses install paths in a world-writable one (/tmp).
     let (ok, out, err) = outcome(
         board
             .on_board("deploy")
-            .args(["--install-path", "/tmp/kprof-agent-deployed"]),
+            .args(["--install-path", "/root/kprof-agent-deployed"]),
     );
     assert!(ok, "deploy without --agent: {err}");
     assert!(
-        out.contains("installed at /tmp/kprof-agent-deployed"),
+        out.contains("installed at /root/kprof-agent-deployed"),
         "{out}"
     );
-    let machine = board.ssh("/tmp/kprof-agent-deployed --version >/dev/null && echo runs");
-    board.ssh("rm -f /tmp/kprof-agent-deployed");
+    let machine = board.ssh("/root/kprof-agent-deployed --version >/dev/null && echo runs");
+    board.ssh("rm -f /root/kprof-agent-deployed");
     assert_eq!(machine.trim(), "runs");
 
     let x86 = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -505,7 +506,7 @@ fn deploy_arm64_board_picks_aarch64_agent_refuses_x86_64() {
             .on_board("deploy")
             .arg("--agent")
             .arg(&x86)
-            .args(["--install-path", "/tmp/kprof-agent-deployed"]),
+            .args(["--install-path", "/root/kprof-agent-deployed"]),
     );
     assert!(!ok, "an x86-64 agent was deployed on the aarch64 board");
     assert!(err.contains("x86-64") || err.contains("x86_64"), "{err}");

@@ -1,7 +1,7 @@
 //! `kprofctl deploy`: check that the agent binary suits the board, upload and install it.
 
 use crate::progress::{self, Counting};
-use crate::remote::{board, elf, shell::quote, transfer, Remote, SshArgs, Target};
+use crate::remote::{board, elf, guard, shell::quote, transfer, Remote, SshArgs, Target};
 use crate::state::State;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,9 @@ pub struct DeployArgs {
     /// ci/build-agent next to kprofctl that matches the board's machine).
     #[arg(long, value_name = "PATH")]
     pub agent: Option<PathBuf>,
-    /// Where to install it on the board; /tmp/kprof-agent is used if this is read-only.
+    /// Where to install it on the board; /run/kprof/kprof-agent is used if this is
+    /// read-only. The directory must be out of other users' reach (owned by root or the login
+    /// user, not group- or world-writable, nor any directory above it).
     #[arg(long, value_name = "BOARD_PATH", default_value = board::AGENT_PATH)]
     pub install_path: String,
     #[command(flatten)]
@@ -83,15 +85,18 @@ pub fn deploy(
     let sum = transfer::sha256_file(&local)?;
 
     let path = match upload(remote, &bytes, install_path, &sum) {
-        Ok(()) => install_path.to_owned(),
-        Err(first) if install_path != board::AGENT_FALLBACK_PATH => {
+        Ok(path) => path,
+        // A directory others can write is refused, not worked around: the user named it.
+        Err(first)
+            if install_path != board::AGENT_FALLBACK_PATH
+                && first.downcast_ref::<Refused>().is_none() =>
+        {
             eprintln!(
                 "kprofctl: {t}: cannot install to {install_path} ({first:#}); \
                  installing to {} instead (lost at reboot)",
                 board::AGENT_FALLBACK_PATH
             );
-            upload(remote, &bytes, board::AGENT_FALLBACK_PATH, &sum)?;
-            board::AGENT_FALLBACK_PATH.to_owned()
+            upload(remote, &bytes, board::AGENT_FALLBACK_PATH, &sum)?
         }
         Err(e) => return Err(e),
     };
@@ -99,23 +104,67 @@ pub fn deploy(
     Ok(Installed { path, version })
 }
 
-/// Writes `bytes` to `dest` through a temporary name, so a cut upload never leaves a broken
-/// agent in place, and checks what arrived.
-fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Result<()> {
-    let tmp = format!("{dest}.kprof-new");
-    let dir = Path::new(dest)
-        .parent()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "/".into());
-    // Fails fast on a read-only or foreign directory, before any byte is sent.
-    let prepare = remote.exec(&format!(
-        "mkdir -p {dir} && : > {tmp} && chmod 700 {tmp}",
-        dir = quote(&dir),
-        tmp = quote(&tmp)
-    ))?;
-    if prepare.status != 0 {
-        anyhow::bail!("{}", first_line(&prepare.stderr_str()));
+/// An install directory other local users could write to (or own): never used.
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
+}
+
+impl std::error::Error for Refused {}
+
+/// The board shell that makes `dir` (0700 for the fallback directory, else 0755), checks it
+/// is out of other users' reach, creates the empty staging file `NAME.kprof-new` in it and
+/// prints `dir REALDIR`; exit 253 with the reason when the directory is not safe.
+fn prepare_script(dir: &str, name: &str) -> String {
+    let umask = if dir == board::AGENT_FALLBACK_DIR {
+        "077"
+    } else {
+        "022"
+    };
+    format!(
+        "umask {umask}; mkdir -p {d} || exit 1; {fun}\
+         kprof_safe_path {d} || {{ echo \"refusing to install kprof-agent in {shown}: $KPROF_WHY\" >&2; exit 253; }}; \
+         t=\"$KPROF_REAL\"/{n}.kprof-new; rm -f \"$t\" && : > \"$t\" && chmod 700 \"$t\" || exit 1; \
+         echo \"dir $KPROF_REAL\"",
+        d = quote(dir),
+        n = quote(name),
+        shown = dir.replace(['"', '`', '$', '\\'], "?"),
+        fun = guard::SAFE_PATH_FN
+    )
+}
+
+/// Writes `bytes` next to `dest` under a temporary name, so a cut upload never leaves a broken
+/// agent in place, checks what arrived and moves it to `dest`. Staging and install go through
+/// the directory's real path, checked first (never a directory others can write). Returns the
+/// installed path.
+fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Result<String> {
+    let dest_path = Path::new(dest);
+    let (Some(dir), Some(name)) = (dest_path.parent(), dest_path.file_name()) else {
+        anyhow::bail!("--install-path {dest}: not a file path on the board");
+    };
+    let (dir, name) = (dir.to_string_lossy(), name.to_string_lossy());
+    // Fails fast on a read-only, foreign or unsafe directory, before any byte is sent.
+    let prepare = remote.exec(&prepare_script(
+        if dir.is_empty() { "/" } else { &dir },
+        &name,
+    ))?;
+    if prepare.status == 253 {
+        return Err(Refused(format!("{}: {}", remote.target, prepare.stderr_str())).into());
+    }
+    let real_dir = prepare
+        .stdout_str()
+        .lines()
+        .find_map(|l| l.strip_prefix("dir "))
+        .map(str::to_owned);
+    let Some(real_dir) = real_dir.filter(|_| prepare.status == 0) else {
+        anyhow::bail!("{}", first_line(&prepare.stderr_str()));
+    };
+    let dest = format!("{}/{name}", real_dir.trim_end_matches('/'));
+    let tmp = format!("{dest}.kprof-new");
     let command = format!(
         "cat > {tmp} && chmod 755 {tmp} && \
          {{ if command -v sha256sum >/dev/null 2>&1; then sha256sum {tmp}; else echo \"- $(wc -c < {tmp})\"; fi; }}",
@@ -141,10 +190,10 @@ fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Re
         anyhow::bail!("the uploaded agent does not match the local file (board says `{reply}`)");
     }
     remote.exec_ok(
-        &format!("mv -f {} {}", quote(&tmp), quote(dest)),
+        &format!("mv -f {} {}", quote(&tmp), quote(&dest)),
         &format!("installing {dest}"),
     )?;
-    Ok(())
+    Ok(dest)
 }
 
 fn first_line(s: &str) -> &str {
@@ -209,4 +258,34 @@ pub fn find_local_agent(uname: &str) -> anyhow::Result<PathBuf> {
             uname.trim()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::guard::tests::sh;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Staging in a world-writable directory (the old `/tmp/kprof-agent.kprof-new`) is
+    /// refused with the directory's name and mode, without touching a planted staging file.
+    #[test]
+    fn prepare_script_world_writable_dir_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let victim = real.join("shadow");
+        std::fs::write(&victim, "secret\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        std::os::unix::fs::symlink(&victim, real.join("kprof-agent.kprof-new")).unwrap();
+        let d = real.to_str().unwrap();
+        let (out, err, code) = sh(&prepare_script(d, "kprof-agent"));
+        assert_eq!((out.as_str(), code), ("", Some(253)), "{err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "refusing to install kprof-agent in {d}: {d} is writable by other users \
+                 (mode drwxrwxrwt)"
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+    }
 }

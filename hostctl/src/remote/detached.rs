@@ -2,15 +2,21 @@
 //! that a dropped ssh link does not end the capture, follows its output, stops it, and finds
 //! the capture it wrote.
 //!
-//! The agent runs under `setsid nohup` in a run directory `/tmp/kprof-run-USER/ID` holding
+//! The agent runs under `setsid nohup` in a run directory `/tmp/kprof-run.RANDOM` holding
 //! `out`, `err`, `pid` and, once the agent exited, `status`. A board-side shell loop
 //! ([`tail_script`]) copies new bytes of `out`/`err` to the ssh channel until `status` exists.
+//!
+//! Root writes there and kills the pid it reads back, so the directory must be out of other
+//! local users' reach: it gets a name no one can guess, is made by `mkdir` (which fails on
+//! anything already there, symlinks included) with mode 0700, and every later step (stream,
+//! stop, removal) enters it only after [`guard::enter_run_dir`] found it to be that directory.
+//! A pid is signalled only while its `/proc/PID/cwd` is the run directory: the agent's.
 
 use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{board, shell, Remote};
+use super::{board, guard, shell, Remote};
 
 /// A capture started on the board.
 #[derive(Debug)]
@@ -20,47 +26,90 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Removes the run directory from the board, best effort: the capture is elsewhere.
+    /// Removes the run directory from the board, best effort (the capture is elsewhere), and
+    /// only when it is still the one kprofctl made.
     pub fn remove(&self, remote: &Remote) {
-        let _ = remote.exec(&format!("rm -rf {}", shell::quote(&self.dir)));
+        if let Ok(out) = remote.exec(&remove_script(&self.dir)) {
+            if out.status == 253 {
+                eprintln!(
+                    "kprofctl: {}: {}; left in place",
+                    remote.target,
+                    out.stderr_str()
+                );
+            }
+        }
     }
+}
+
+/// Removes what is in the (checked) run directory through relative paths, then the directory.
+fn remove_script(dir: &str) -> String {
+    format!(
+        "{}rm -rf ./* ./.[!.]* ./..?* 2>/dev/null; cd / && rmdir {d}",
+        guard::enter_run_dir(dir),
+        d = shell::quote(dir)
+    )
+}
+
+/// The board shell that makes a fresh run directory under `/tmp` named `kprof-run.NAME`, starts
+/// the agent in it detached, and prints `dir PATH` (its real path) and `pid PID`.
+fn launch_script(name: &str, agent_argv: &[String]) -> String {
+    // `wait` gives the agent's exit status; `status` appears only once the agent is gone.
+    let wrapper = format!(
+        "{} </dev/null >out 2>err & echo $! >pid; wait $!; echo $? >status.tmp; mv status.tmp status",
+        shell::join(agent_argv)
+    );
+    // `mkdir` without -p fails on an existing name, a planted symlink included: nothing in
+    // the directory was put there by anyone else.
+    format!(
+        "umask 077; b=$(cd -P /tmp && pwd -P) || exit 1; d=\"$b\"/{n}; \
+         mkdir -m 700 \"$d\" || {{ echo \"cannot create the run directory $d\" >&2; exit 1; }}; \
+         {RUN}kprof_enter_run_dir \"$d\" || {{ echo \"refusing to use the run directory: $KPROF_WHY\" >&2; exit 253; }}; \
+         : >out && : >err || exit 1; echo \"dir $d\"; \
+         L=; command -v setsid >/dev/null 2>&1 && L=setsid; \
+         command -v nohup >/dev/null 2>&1 && L=\"$L nohup\"; \
+         $L sh -c {w} </dev/null >/dev/null 2>&1 & \
+         i=0; while [ ! -s pid ] && [ $i -lt 50 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; \
+         echo \"pid $(cat pid)\"",
+        n = shell::quote(name),
+        RUN = guard::RUN_DIR_FN,
+        w = shell::quote(&wrapper)
+    )
 }
 
 /// Starts the agent in its own session with `nohup`, its output going to files on the board,
 /// so that nothing ties it to this ssh connection.
 pub fn start(remote: &Remote, agent: &str, agent_args: &[String]) -> anyhow::Result<RunDir> {
     let t = &remote.target;
-    let id = format!(
-        "{}-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        std::process::id()
-    );
-    // Per login user: a directory created 0700 by one user must not block another.
-    let dir = format!("/tmp/kprof-run-{}/{id}", t.user);
+    let name = format!("kprof-run.{}", guard::random_hex());
     let mut argv = vec![agent.to_owned()];
     argv.extend(agent_args.iter().cloned());
-    // `wait` gives the agent's exit status; `status` appears only once the agent is gone.
-    let wrapper = format!(
-        "{} </dev/null >out 2>err & echo $! >pid; wait $!; echo $? >status.tmp; mv status.tmp status",
-        shell::join(&argv)
-    );
-    let launch = format!(
-        "umask 077; mkdir -p {d} && cd {d} && : >out && : >err || exit 1; \
-         L=; command -v setsid >/dev/null 2>&1 && L=setsid; \
-         command -v nohup >/dev/null 2>&1 && L=\"$L nohup\"; \
-         $L sh -c {w} </dev/null >/dev/null 2>&1 & \
-         i=0; while [ ! -s pid ] && [ $i -lt 50 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; \
-         cat pid",
-        d = shell::quote(&dir),
-        w = shell::quote(&wrapper)
-    );
-    let pid = remote.exec_ok(&launch, "starting kprof-agent")?;
-    if pid.parse::<u32>().is_err() {
+    let out = remote.exec_ok(&launch_script(&name, &argv), "starting kprof-agent")?;
+    let field = |key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let dir = field("dir ");
+    if !dir.starts_with('/') {
+        anyhow::bail!("{t}: kprof-agent did not start (no run directory in `{out}`)");
+    }
+    if field("pid ").parse::<u32>().is_err() {
         anyhow::bail!("{t}: kprof-agent did not start (no pid in {dir})");
     }
     Ok(RunDir { dir })
+}
+
+/// Whether the run directory is still kprofctl's: an error naming it and what is wrong.
+fn check_run_dir(remote: &Remote, dir: &str) -> anyhow::Result<()> {
+    let t = &remote.target;
+    let out = remote.exec(&format!("{}true", guard::enter_run_dir(dir)))?;
+    match out.status {
+        0 => Ok(()),
+        255 => anyhow::bail!("{t}: the run directory {dir} vanished from the board"),
+        _ => anyhow::bail!("{t}: {}", out.stderr_str()),
+    }
 }
 
 /// How the streaming ended.
@@ -91,22 +140,23 @@ pub fn count_interrupts() {
 /// `sh` and `wc` samples in system-wide profiles).
 fn tail_script(dir: &str) -> String {
     format!(
-        "cd {d} || exit 255; o=0; e=0; \
+        "{enter}o=0; e=0; \
          while :; do \
            [ -e status ] && f=1 || f=0; \
            n=$(wc -c < out); if [ \"$n\" -gt \"$o\" ]; then tail -c +$((o+1)) out > .chunk; k=$(wc -c < .chunk); cat .chunk; o=$((o+k)); fi; \
            n=$(wc -c < err); if [ \"$n\" -gt \"$e\" ]; then tail -c +$((e+1)) err > .chunk; k=$(wc -c < .chunk); cat .chunk >&2; e=$((e+k)); fi; \
            if [ $f = 1 ]; then exit $(cat status); fi; \
-           if ! kill -0 \"$(cat pid)\" 2>/dev/null; then sleep 1; [ -e status ] || exit 254; fi; \
+           p=$(cat pid 2>/dev/null); if [ -z \"$p\" ] || ! kill -0 \"$p\" 2>/dev/null; then sleep 1; [ -e status ] || exit 254; fi; \
            sleep 0.25 2>/dev/null || sleep 1; \
          done",
-        d = shell::quote(dir)
+        enter = guard::enter_run_dir(dir)
     )
 }
 
 /// Copies the agent's output here until it exits, the link breaks or Ctrl-C detaches.
 pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
     let t = &remote.target;
+    check_run_dir(remote, &run.dir)?;
     let mut ch = remote.channel(&tail_script(&run.dir))?;
     let sess = remote.session();
     sess.set_blocking(false);
@@ -163,8 +213,13 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
             sess.set_blocking(true);
             let sent = send_stop(remote, &run.dir, false);
             sess.set_blocking(false);
-            if let Err(e) = sent {
-                break Some(Ended::LinkLost(format!("{e:#}")));
+            match sent {
+                Ok(Some(refused)) => {
+                    sess.set_blocking(true);
+                    anyhow::bail!("{t}: {refused}; the agent was not signalled");
+                }
+                Ok(None) => {}
+                Err(e) => break Some(Ended::LinkLost(format!("{e:#}"))),
             }
             stop_sent = Some(Instant::now());
         }
@@ -201,6 +256,11 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
     let status = ch.exit_status().unwrap_or(-1);
     match status {
         255 => anyhow::bail!("{t}: the run directory {} vanished from the board", run.dir),
+        253 => anyhow::bail!(
+            "{t}: the run directory {} is no longer the one kprofctl made (see above); \
+             the capture goes on on the board",
+            run.dir
+        ),
         254 => anyhow::bail!(
             "{t}: kprof-agent disappeared without an exit status (killed with its wrapper shell?); \
              its output is in {} on the board",
@@ -221,12 +281,13 @@ fn is_link_error(e: &ssh2::Error) -> bool {
 /// Signals the agent: SIGINT, as Ctrl-C on the board would, unless the agent inherited SIGINT
 /// ignored (shells start background jobs so, and the agent waits for signals on a signalfd,
 /// which never sees an ignored one) — then SIGTERM, which it finalizes on the same way.
-fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<()> {
-    let d = shell::quote(dir);
-    let status = remote.exec_ok(
-        &format!("[ -e {d}/status ] && exit 0; p=$(cat {d}/pid) && echo \"pid $p\" && grep '^SigIgn:' /proc/$p/status; true"),
-        "looking at kprof-agent",
-    )?;
+/// `Ok(Some(why))` when the run directory or its pid file is not kprofctl's: nothing is sent.
+fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<Option<String>> {
+    let out = remote.exec(&stop_query_script(dir))?;
+    if out.status == 253 {
+        return Ok(Some(out.stderr_str()));
+    }
+    let status = out.stdout_str();
     let mut pid = None;
     let mut int_ignored = false;
     for line in status.lines() {
@@ -238,14 +299,41 @@ fn send_stop(remote: &Remote, dir: &str, term: bool) -> anyhow::Result<()> {
         }
     }
     let Some(pid) = pid else {
-        return Ok(()); // already finished
+        return Ok(None); // already finished
     };
     let sig = if term || int_ignored { "TERM" } else { "INT" };
-    remote.exec_ok(
-        &format!("[ -e {d}/status ] || kill -{sig} {pid} 2>/dev/null; true"),
-        "stopping kprof-agent",
-    )?;
-    Ok(())
+    let out = remote.exec(&kill_script(dir, pid, sig))?;
+    Ok((out.status == 253).then(|| out.stderr_str()))
+}
+
+/// Shell that keeps `$p` only while it is the agent kprofctl started: a process whose working
+/// directory is the (checked) run directory. A pid file naming anything else is ignored.
+fn agent_pid_check(dir: &str) -> String {
+    format!(
+        "[ \"$(readlink /proc/$p/cwd 2>/dev/null)\" = {d} ] || exit 0; ",
+        d = shell::quote(dir)
+    )
+}
+
+/// Prints `pid PID` and its `SigIgn:` line while the agent runs, nothing once it is done.
+fn stop_query_script(dir: &str) -> String {
+    format!(
+        "{enter}[ -e status ] && exit 0; p=$(cat pid 2>/dev/null); \
+         case $p in ''|*[!0-9]*) echo \"refusing to signal: the pid file in {shown} holds '$p'\" >&2; exit 253;; esac; \
+         {check}echo \"pid $p\"; grep '^SigIgn:' /proc/$p/status; true",
+        enter = guard::enter_run_dir(dir),
+        shown = dir.replace(['"', '`', '$', '\\'], "?"),
+        check = agent_pid_check(dir)
+    )
+}
+
+/// Sends SIGsig to `pid` if the agent has not finished and `pid` is still the agent.
+fn kill_script(dir: &str, pid: u32, sig: &str) -> String {
+    format!(
+        "{enter}[ -e status ] && exit 0; p={pid}; {check}kill -{sig} $p 2>/dev/null; true",
+        enter = guard::enter_run_dir(dir),
+        check = agent_pid_check(dir)
+    )
 }
 
 /// The archive path in the agent's last stdout line. The workload shares that stdout, and when
@@ -288,13 +376,14 @@ mod tests {
     /// Runs the board-side tail loop with this host's `sh` in a run directory holding
     /// `files`; returns (stdout, stderr, exit code).
     fn tail_locally(files: &[(&str, &str)]) -> (String, String, Option<i32>) {
-        let dir = tempfile::tempdir().unwrap();
+        // As `start` makes it: 0700, named by its real path.
+        let (_dir, real) = private_dir();
         for (name, content) in files {
-            std::fs::write(dir.path().join(name), content).unwrap();
+            std::fs::write(real.join(name), content).unwrap();
         }
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg(tail_script(dir.path().to_str().unwrap()))
+            .arg(tail_script(real.to_str().unwrap()))
             .output()
             .unwrap();
         (
@@ -330,5 +419,146 @@ mod tests {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(255));
+    }
+
+    use crate::remote::guard::tests::sh;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::path::{Path, PathBuf};
+
+    /// A 0700 run directory of this user, by its real path.
+    fn private_dir() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+        (dir, real)
+    }
+
+    fn alive(child: &mut std::process::Child) -> bool {
+        child.try_wait().unwrap().is_none()
+    }
+
+    fn sleeper(cwd: &Path) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir(cwd)
+            .spawn()
+            .unwrap()
+    }
+
+    /// The launch makes a new 0700 directory under /tmp, runs the agent in it and prints its
+    /// real path and the agent's pid; the agent's status lands in `status`.
+    #[test]
+    fn launch_script_fresh_private_dir_runs_agent() {
+        let name = format!("kprof-run.{}", guard::random_hex());
+        let argv: Vec<String> = ["sh", "-c", "echo hello; echo oops >&2; exit 3"]
+            .map(String::from)
+            .into();
+        let (out, err, code) = sh(&launch_script(&name, &argv));
+        assert_eq!(code, Some(0), "{err}");
+        let tmp = std::fs::canonicalize("/tmp").unwrap();
+        let dir = tmp.join(&name);
+        assert!(out.contains(&format!("dir {}\n", dir.display())), "{out}");
+        assert!(out
+            .lines()
+            .any(|l| l.starts_with("pid ") && l[4..].parse::<u32>().is_ok()));
+        let meta = std::fs::symlink_metadata(&dir).unwrap();
+        assert!(meta.is_dir());
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o700);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !dir.join("status").exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_eq!(
+            (read("out"), read("err"), read("status")),
+            ("hello\n".into(), "oops\n".into(), "3\n".into())
+        );
+        let (_, err, code) = sh(&remove_script(dir.to_str().unwrap()));
+        assert_eq!(code, Some(0), "{err}");
+        assert!(!dir.exists());
+    }
+
+    /// A name someone planted first (a symlink to a file root would truncate) makes the launch
+    /// fail without writing through it.
+    #[test]
+    fn launch_script_planted_name_refused() {
+        let (_keep, victim_dir) = private_dir();
+        let victim = victim_dir.join("shadow");
+        std::fs::write(&victim, "secret\n").unwrap();
+        let name = format!("kprof-run.{}", guard::random_hex());
+        let tmp = std::fs::canonicalize("/tmp").unwrap();
+        let planted = tmp.join(&name);
+        std::os::unix::fs::symlink(&victim_dir, &planted).unwrap();
+        let argv: Vec<String> = ["true".to_owned()].into();
+        let (out, err, code) = sh(&launch_script(&name, &argv));
+        std::fs::remove_file(&planted).unwrap();
+        assert_eq!(code, Some(1), "{out}");
+        assert!(
+            err.contains(&format!(
+                "cannot create the run directory {}",
+                planted.display()
+            )),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+        assert!(!victim_dir.join("out").exists() && !victim_dir.join("pid").exists());
+    }
+
+    /// A pid file naming a process that is not the agent (its cwd is not the run directory)
+    /// gets no signal and is not reported; the agent (cwd = run directory) is stopped.
+    #[test]
+    fn kill_script_planted_pid_not_signalled() {
+        let (_keep, run) = private_dir();
+        let (_keep2, elsewhere) = private_dir();
+        let dir = run.to_str().unwrap();
+        let mut victim = sleeper(&elsewhere);
+        std::fs::write(run.join("pid"), format!("{}\n", victim.id())).unwrap();
+        let (out, err, code) = sh(&stop_query_script(dir));
+        assert_eq!((out.as_str(), code), ("", Some(0)), "{err}");
+        let (_, err, code) = sh(&kill_script(dir, victim.id(), "TERM"));
+        assert_eq!(code, Some(0), "{err}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(alive(&mut victim), "the planted pid was signalled");
+        let _ = victim.kill();
+
+        let mut agent = sleeper(&run);
+        std::fs::write(run.join("pid"), format!("{}\n", agent.id())).unwrap();
+        let (out, _, _) = sh(&stop_query_script(dir));
+        assert!(
+            out.starts_with(&format!("pid {}\nSigIgn:", agent.id())),
+            "{out}"
+        );
+        sh(&kill_script(dir, agent.id(), "TERM"));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive(&mut agent) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!alive(&mut agent), "the agent was not stopped");
+    }
+
+    /// A pid file that is not a number is refused with the run directory's name; a run
+    /// directory others can write is neither read nor removed.
+    #[test]
+    fn stop_query_script_bad_pid_or_dir_refused() {
+        let (_keep, run) = private_dir();
+        let dir = run.to_str().unwrap();
+        std::fs::write(run.join("pid"), "1 2\n").unwrap();
+        let (_, err, code) = sh(&stop_query_script(dir));
+        assert_eq!(code, Some(253));
+        assert!(
+            err.contains(&format!("the pid file in {dir} holds '1 2'")),
+            "{err}"
+        );
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
+        for script in [
+            stop_query_script(dir),
+            remove_script(dir),
+            kill_script(dir, 1, "TERM"),
+        ] {
+            let (_, err, code) = sh(&script);
+            assert_eq!(code, Some(253));
+            assert!(err.contains(&format!("{dir} has mode drwxrwxrwx")), "{err}");
+        }
+        assert!(run.join("pid").exists());
     }
 }

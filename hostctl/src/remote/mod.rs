@@ -4,6 +4,7 @@ mod auth;
 pub mod board;
 pub mod detached;
 pub mod elf;
+pub mod guard;
 pub mod kernel_match;
 mod known_hosts;
 mod session;

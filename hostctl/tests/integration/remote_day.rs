@@ -151,7 +151,8 @@ fn deploy_agent_wrong_machine_refused() {
 #[test]
 fn run_agent_missing_says_deploy() {
     assert!(
-        !Path::new("/usr/bin/kprof-agent").exists() && !Path::new("/tmp/kprof-agent").exists(),
+        !Path::new("/usr/bin/kprof-agent").exists()
+            && !Path::new("/run/kprof/kprof-agent").exists(),
         "this test needs a machine without an installed kprof-agent"
     );
     let (sshd, client) = board();

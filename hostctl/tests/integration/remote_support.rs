@@ -23,7 +23,12 @@ impl Sshd {
             "the remote tests need OpenSSH's server: apt-get install openssh-server"
         );
         std::fs::create_dir_all("/run/sshd").unwrap();
-        let dir = tempfile::tempdir().unwrap();
+        // Not under /tmp: kprofctl refuses to install or run the agent in a directory other
+        // users can write (or below one), and the tests deploy into this one.
+        let dir = tempfile::Builder::new()
+            .prefix("sshd-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
         let key = dir.path().join("host_ed25519");
         keygen(&key, "test-host");
         std::fs::write(dir.path().join("authorized_keys"), "").unwrap();
