@@ -365,7 +365,7 @@ fn stop_board_planted_pid_victim_alive() {
 /// `deploy` to a read-only install path falls back to /run/kprof/kprof-agent (a 0700
 /// directory of root's), not through the planted `/tmp/kprof-agent.kprof-new` ->
 /// /etc/shadow, and `run` then uses that agent. On a board whose /run anyone can write (the
-/// virtual board's init mounted it 1777 before this fix), the user gets there first with its
+/// virtual board's init mounted it 1777 until issue 20; some boards still do), the user gets there first with its
 /// own `/run/kprof` and staging symlink: the fallback is refused naming it, and `run` uses the
 /// installed agent, never the planted one.
 #[test]
