@@ -289,7 +289,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     };
     let p = &projected.profile;
     for w in &p.warnings {
-        eprintln!("kprofctl: warning: {w}");
+        crate::term::warning(w);
     }
     if p.stacks.is_empty() {
         if !had_samples {
@@ -308,9 +308,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     let all = Filter::default();
     let mut out: Box<dyn Write> = match &args.output {
-        Some(f) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
-        )),
+        Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let tree = |name: &str, dir: Direction| -> anyhow::Result<views::CallNode> {
@@ -429,9 +427,7 @@ fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
         );
     }
     let mut out: Box<dyn Write> = match &args.output {
-        Some(f) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
-        )),
+        Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let limit = if args.limit == 0 {
@@ -479,7 +475,7 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
     let p = &l.profile;
     for w in &p.warnings {
-        eprintln!("kprofctl: warning: {w}");
+        crate::term::warning(w);
     }
     if p.stacks.is_empty() {
         anyhow::bail!("{}: the capture has no samples", capture.display());
@@ -507,12 +503,14 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         Some(f) => annotate_all(&l, &Filter::default(), &f)?,
         None => Vec::new(),
     };
-    let mut file = std::io::BufWriter::new(
-        std::fs::File::create(&html).with_context(|| format!("creating {}", html.display()))?,
-    );
+    let mut file = std::io::BufWriter::new(crate::files::create_private(&html)?);
     render::html::write(p, anns.first(), &mut file)?;
     file.flush()
         .with_context(|| format!("writing {}", html.display()))?;
-    writeln!(stdout, "HTML report: {}", html.display())?;
+    writeln!(
+        stdout,
+        "HTML report: {}",
+        kprof_report::escape::controls(&html.display().to_string())
+    )?;
     Ok(())
 }

@@ -162,6 +162,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     detached::count_interrupts();
     let run = detached::start(&remote, &agent, &args.agent_args())?;
     let ended = detached::stream(&remote, &run)?;
+    // The capture is over: Ctrl-C from here on stops the download or ends kprofctl.
+    crate::interrupt::exit_on_press();
     match ended {
         Ended::Exited {
             status: 0,
