@@ -360,6 +360,11 @@ impl SymbolFile {
         (addr < s.start.saturating_add(s.size.max(1))).then_some((s.name.as_str(), s.start, s.size))
     }
 
+    /// Start and size of each function symbol, by address.
+    pub fn symbol_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.symbols.iter().map(|s| (s.start, s.size))
+    }
+
     /// Source position of one address, without inline expansion.
     pub fn location(&self, addr: u64) -> Option<(String, u32)> {
         let ctx = self.dwarf.as_ref()?;
