@@ -495,7 +495,7 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         writeln!(
             stdout,
             "(idle loop left out of this summary; `kprofctl report {}` shows it)",
-            capture.display()
+            kprof_report::escape::controls(&capture.display().to_string())
         )?;
     }
     let html = PathBuf::from(format!("{}.html", capture.display()));

@@ -176,7 +176,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                     "{target}: kprof-agent finished but its last line is not a capture path: `{capture}`"
                 );
             }
-            eprintln!("kprofctl: capture on {target}: {capture}");
+            crate::term::note(format_args!("capture on {target}: {capture}"));
             if args.fetch {
                 let fetch = super::fetch::FetchArgs {
                     args: vec![target.spec.clone()],
