@@ -7,20 +7,24 @@ use crate::unwind::{Place, ProcessUnwinder, UnwindRegs};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// A scratch directory for the files the readers take by path, made once per process (in
-/// /dev/shm when there is one: the fuzzers write a file per input).
+/// A scratch directory for the files the readers take by path, made once per process below
+/// `$KPROF_FUZZ_SCRATCH` (ci/fuzz-smoke points it to a directory it removes), else /dev/shm
+/// when there is one (the fuzzers write a file per input), else the temporary directory. It
+/// outlives the process: libFuzzer exits without running destructors.
 fn scratch() -> &'static Path {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let shm = Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
-            tempfile::Builder::new()
-                .prefix("kprof-fuzz-")
-                .tempdir_in(shm)
-        } else {
-            tempfile::Builder::new().prefix("kprof-fuzz-").tempdir()
+        let parent = match std::env::var_os("KPROF_FUZZ_SCRATCH") {
+            Some(dir) => PathBuf::from(dir),
+            None if shm.is_dir() => shm.to_path_buf(),
+            None => std::env::temp_dir(),
         };
-        dir.expect("a scratch directory for the fuzz target").keep()
+        tempfile::Builder::new()
+            .prefix("kprof-fuzz-")
+            .tempdir_in(parent)
+            .expect("a scratch directory for the fuzz target")
+            .keep()
     })
 }
 
