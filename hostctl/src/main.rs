@@ -3,9 +3,12 @@
 
 mod cmd;
 mod discover;
+mod files;
+mod interrupt;
 mod progress;
 mod remote;
 mod state;
+mod term;
 
 use clap::{Parser, Subcommand};
 
@@ -51,8 +54,12 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("kprofctl: {err:#}");
-            std::process::ExitCode::FAILURE
+            eprintln!("kprofctl: {}", term::error_text(&err));
+            if err.is::<interrupt::Interrupted>() {
+                std::process::ExitCode::from(interrupt::EXIT_STATUS as u8)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
         }
     }
 }

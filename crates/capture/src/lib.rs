@@ -8,6 +8,7 @@
 
 pub mod build_id;
 pub mod info;
+pub mod listing;
 pub mod manifest;
 
 pub use manifest::{Manifest, ManifestError};

@@ -177,6 +177,9 @@ impl Diff {
 
     /// Writes the table for a terminal: `limit` rows (0 = all), largest change first.
     pub fn write_text(&self, limit: usize, out: &mut dyn Write) -> Result<(), Error> {
+        // Names come from the board and from binaries: no raw control characters to the terminal.
+        let mut out = crate::escape::Escaping::new(out);
+        let out: &mut dyn Write = &mut out;
         writeln!(
             out,
             "base: {}  {} samples of {}",

@@ -108,8 +108,8 @@ pub(crate) fn base(p: &Profile) -> serde_json::Map<String, Value> {
 }
 
 pub(crate) fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> Result<(), Error> {
-    serde_json::to_writer_pretty(&mut *out, &Value::Object(m))?;
-    writeln!(out)?;
+    let text = serde_json::to_string_pretty(&Value::Object(m))?;
+    writeln!(out, "{}", crate::escape::json_c1(&text))?;
     Ok(())
 }
 

@@ -17,6 +17,7 @@
 pub mod collapsed;
 pub mod diff;
 mod error;
+pub mod escape;
 pub mod firefox;
 pub mod flamegraph;
 pub mod html;

@@ -48,6 +48,9 @@ fn state(b: &Blocked) -> &'static str {
 
 /// The off-CPU text report: totals, functions by blocked time, then the top call paths.
 pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), Error> {
+    // Names come from the board and from binaries: no raw control characters to the terminal.
+    let mut out = crate::escape::Escaping::new(out);
+    let out: &mut dyn Write = &mut out;
     let all = Filter::default();
     let total = off_cpu::total(p, &all);
     let wall = total.wall_ns;

@@ -44,6 +44,9 @@ pub fn write_functions(
     limit: usize,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    // Names come from the board and from binaries: no raw control characters to the terminal.
+    let mut out = crate::escape::Escaping::new(out);
+    let out: &mut dyn Write = &mut out;
     let totals = views::totals(p, filter);
     writeln!(out, "Capture: {}", p.meta.capture)?;
     let host: Vec<&str> = [&p.meta.hostname, &p.meta.os_release, &p.meta.arch]
@@ -177,6 +180,9 @@ pub fn write_tree(
     dir: Direction,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    // Names come from the board and from binaries: no raw control characters to the terminal.
+    let mut out = crate::escape::Escaping::new(out);
+    let out: &mut dyn Write = &mut out;
     let what = match dir {
         Direction::Callers => "callers of",
         Direction::Callees => "callees of",
@@ -240,6 +246,9 @@ pub fn write_annotation(
     anns: &[Annotation],
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    // Names come from the board and from binaries: no raw control characters to the terminal.
+    let mut out = crate::escape::Escaping::new(out);
+    let out: &mut dyn Write = &mut out;
     let Some(a) = anns.first() else { return Ok(()) };
     writeln!(
         out,

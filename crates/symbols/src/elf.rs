@@ -360,11 +360,23 @@ impl SymbolFile {
         (addr < s.start.saturating_add(s.size.max(1))).then_some((s.name.as_str(), s.start, s.size))
     }
 
+    /// Start and size of each function symbol, by address.
+    pub fn symbol_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.symbols.iter().map(|s| (s.start, s.size))
+    }
+
     /// Source position of one address, without inline expansion.
     pub fn location(&self, addr: u64) -> Option<(String, u32)> {
-        let ctx = self.dwarf.as_ref()?;
+        let ctx = self.dwarf_at(addr)?;
         let loc = ctx.find_location(addr).ok()??;
         Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// The DWARF context for a lookup of `addr`: none for `u64::MAX`, where addr2line 0.25
+    /// overflows computing `addr + 1` (a panic in a build with overflow checks; a hostile
+    /// capture can make a sample land there).
+    fn dwarf_at(&self, addr: u64) -> Option<&addr2line::Context<Reader>> {
+        self.dwarf.as_ref().filter(|_| addr != u64::MAX)
     }
 
     /// Every line-table row in `[start, end)`: `(address, file, line)`, sorted by address.
@@ -384,19 +396,26 @@ impl SymbolFile {
 
     /// Code bytes at `[start, end)`, when an executable section covers them.
     pub fn code(&self, start: u64, end: u64) -> Option<&[u8]> {
-        let c = self
-            .code
-            .iter()
-            .find(|c| start >= c.addr && end <= c.addr + c.len as u64)?;
-        let from = c.file_offset + (start - c.addr) as usize;
-        self.map.get(from..from + (end - start) as usize)
+        let c = self.code.iter().find(|c| {
+            start <= end
+                && start >= c.addr
+                && c.addr
+                    .checked_add(c.len as u64)
+                    .is_some_and(|c_end| end <= c_end)
+        })?;
+        // Offsets and sizes come from the file: checked, a bad one is "no code".
+        let from = c
+            .file_offset
+            .checked_add(usize::try_from(start - c.addr).ok()?)?;
+        let to = from.checked_add(usize::try_from(end - start).ok()?)?;
+        self.map.get(from..to)
     }
 
     /// Frames of `addr`, innermost inlined call first, the symbol's own function last.
     pub fn frames(&self, addr: u64) -> Vec<RawFrame> {
         let sym = self.symbol_at(addr);
         let mut out = Vec::new();
-        if let Some(ctx) = &self.dwarf {
+        if let Some(ctx) = self.dwarf_at(addr) {
             if let Ok(mut iter) = ctx.find_frames(addr).skip_all_loads() {
                 while let Ok(Some(f)) = iter.next() {
                     let name = f
@@ -819,7 +838,7 @@ fn relocate(
                 } else {
                     value.to_be_bytes()
                 };
-                if let Some(dst) = data.get_mut(off..off + 8) {
+                if let Some(dst) = off.checked_add(8).and_then(|end| data.get_mut(off..end)) {
                     dst.copy_from_slice(&b);
                 }
             }
@@ -830,7 +849,7 @@ fn relocate(
                 } else {
                     v.to_be_bytes()
                 };
-                if let Some(dst) = data.get_mut(off..off + 4) {
+                if let Some(dst) = off.checked_add(4).and_then(|end| data.get_mut(off..end)) {
                     dst.copy_from_slice(&b);
                 }
             }

@@ -6,13 +6,16 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
+    ///
+    /// The message already ends with the reason, so the I/O error is deliberately not the
+    /// [`source`](std::error::Error::source): a chain printer (`{:#}` of anyhow) would repeat
+    /// it ("No such file or directory (os error 2): No such file or directory (os error 2)").
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        #[source]
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The capture is neither a kprof archive nor a perf.data file.
     #[error("{}: not a kprof capture (.kprof.tar.gz) nor a perf.data file (first bytes {magic:02x?})", path.display())]
@@ -68,19 +71,59 @@ pub enum Error {
     /// A setting (an environment variable) has a value that cannot be used.
     #[error("{0}")]
     BadSetting(String),
+    /// A `perf archive` tarball is damaged or holds no symbol files.
+    #[error("{}: bad perf archive: {why}", path.display())]
+    BadPerfArchive {
+        /// The tarball.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// A requested function or item is not in the profile.
     #[error("{0}")]
     NotFound(String),
 }
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
-            source,
+            error,
         }
     }
 }
 
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message and its chain of sources, joined as anyhow's `{:#}` prints them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut text = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            text.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        text
+    }
+
+    /// A missing file's reason appears once in the printed chain.
+    #[test]
+    fn io_error_chain_reason_once() {
+        let e = Error::io(
+            "/nonexistent",
+            std::fs::File::open("/nonexistent").unwrap_err(),
+        );
+        let text = chain(&e);
+        assert_eq!(
+            text.matches("No such file or directory").count(),
+            1,
+            "{text}"
+        );
+        assert!(text.starts_with("/nonexistent: "), "{text}");
+    }
+}

@@ -22,10 +22,13 @@ pub mod elf;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+#[doc(hidden)]
+pub mod fuzzing_host;
 pub mod index;
 pub mod kallsyms;
 pub mod limits;
 pub mod off_cpu;
+pub mod perf_archive;
 pub mod perf_data;
 pub mod profile;
 mod quiet_panic;

@@ -68,16 +68,14 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
         Side::new(&args.new, &new, &event)?,
     );
     let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
+        Some(path) => Box::new(io::BufWriter::new(crate::files::create_private(path)?)),
         None => Box::new(io::BufWriter::new(io::stdout().lock())),
     };
     match args.format {
         Format::Text => {
             for (side, warnings) in [("base", &base.warnings), ("new", &new.warnings)] {
                 for warning in warnings {
-                    eprintln!("kprofctl: warning: {side}: {warning}");
+                    crate::term::warning(format!("{side}: {warning}"));
                 }
             }
             diff.write_text(args.limit, &mut out)
@@ -86,7 +84,8 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
         Format::Json => {
             let mut value = diff.to_json();
             value["warnings"] = json!({ "base": base.warnings, "new": new.warnings });
-            serde_json::to_writer_pretty(&mut out, &value)?;
+            let text = serde_json::to_string_pretty(&value)?;
+            out.write_all(kprof_report::escape::json_c1(&text).as_bytes())?;
             writeln!(out).map_err(anyhow::Error::from)
         }
     }

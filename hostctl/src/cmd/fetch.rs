@@ -104,25 +104,32 @@ pub fn fetch_paths(remote: &Remote, args: &FetchArgs, paths: &[String]) -> anyho
 fn fetch_list(remote: &Remote, args: &FetchArgs, wanted: &[RemoteCapture]) -> anyhow::Result<()> {
     let mut failures = Vec::new();
     let mut fetched = Vec::new();
+    // Ctrl-C stops the download at its next chunk, keeping the `.part` for the next fetch.
+    crate::interrupt::stop_on_press();
     for cap in wanted {
         let dest = local_path(&args.dest, cap);
         if dest.exists() {
-            eprintln!("kprofctl: {} is already here: {}", cap.id, dest.display());
+            crate::term::note(format_args!(
+                "{} is already here: {}",
+                cap.id,
+                dest.display()
+            ));
             fetched.push(dest);
             continue;
         }
         match transfer::download(remote, cap, &args.dest) {
             Ok(path) => {
-                eprintln!(
-                    "kprofctl: fetched {} ({} bytes, sha256 verified)",
+                crate::term::note(format_args!(
+                    "fetched {} ({} bytes, sha256 verified)",
                     path.display(),
                     cap.size
-                );
+                ));
                 fetched.push(path);
             }
+            Err(e) if e.is::<crate::interrupt::Interrupted>() => return Err(e),
             // A lost link ends everything; other failures only this capture.
             Err(e) => {
-                eprintln!("kprofctl: {e:#}");
+                crate::term::note(crate::term::error_text(&e));
                 failures.push(cap.id.clone());
                 if remote.exec("true").is_err() {
                     break;
@@ -130,11 +137,19 @@ fn fetch_list(remote: &Remote, args: &FetchArgs, wanted: &[RemoteCapture]) -> an
             }
         }
     }
+    crate::interrupt::exit_on_press();
     if !args.no_report {
         for path in &fetched {
-            println!("== {}", path.display());
+            println!(
+                "== {}",
+                kprof_report::escape::controls(&path.display().to_string())
+            );
             if let Err(e) = crate::cmd::report::summarize_fetched(path, &args.symbols) {
-                eprintln!("kprofctl: {}: {e:#}", path.display());
+                crate::term::note(format_args!(
+                    "{}: {}",
+                    path.display(),
+                    crate::term::error_text(&e)
+                ));
                 failures.push(path.display().to_string());
             }
         }

@@ -1,72 +1,12 @@
-//! `perf archive` tarballs (`perf.data.tar.bz2`) as a symbol source: the binaries and debug
-//! files of the objects that had samples, stored under `PATH/BUILD-ID/{elf,debug}` with
-//! `.build-id/` symlinks to them. They are unpacked once into kprofctl's cache and the
-//! directory is indexed by build-id like any other `--symbols` path.
+//! `perf archive` tarballs given to `--symbols`: unpacked by `kprof_symbols::perf_archive`
+//! into kprofctl's cache.
 
-use anyhow::Context;
-use sha2::Digest;
-use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// The first bytes of a bzip2 stream (`perf archive` compresses with bzip2).
-const BZIP2_MAGIC: &[u8] = b"BZh";
+pub use kprof_symbols::perf_archive::is_perf_archive;
 
-/// Whether `path` is a file that starts like a bzip2 stream.
-pub fn is_perf_archive(path: &Path) -> bool {
-    let mut magic = [0u8; 3];
-    path.is_file()
-        && std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && magic == BZIP2_MAGIC
-}
-
-/// Unpacks the `elf` and `debug` members of the tarball `archive` below `cache`, once per
-/// version of the file (its path, size and modification time), and returns the directory.
+/// Unpacks `archive` below `cache` (once per version of the file) and returns the directory.
 pub fn unpack(archive: &Path, cache: &Path) -> anyhow::Result<PathBuf> {
-    let shown = archive.display();
-    let meta = std::fs::metadata(archive).with_context(|| format!("--symbols {shown}"))?;
-    let canonical = archive
-        .canonicalize()
-        .unwrap_or_else(|_| archive.to_path_buf());
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    let key = sha2::Sha256::digest(format!("{}\0{}\0{mtime}", canonical.display(), meta.len()));
-    let hex: String = key[..12].iter().map(|b| format!("{b:02x}")).collect();
-    let dir = cache.join("perf-archives").join(hex);
-    if dir.join(".complete").is_file() {
-        return Ok(dir);
-    }
-    // A partial unpack (an earlier run stopped) is started over in a fresh directory.
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let file = std::fs::File::open(archive).with_context(|| format!("--symbols {shown}"))?;
-    let mut tar = tar::Archive::new(bzip2::read::BzDecoder::new(std::io::BufReader::new(file)));
-    let bad = |e: std::io::Error| anyhow::anyhow!("--symbols {shown}: bad perf archive: {e}");
-    let mut files = 0usize;
-    for entry in tar.entries().map_err(bad)? {
-        let mut entry = entry.map_err(bad)?;
-        // Only regular files: the `.build-id/` symlinks add nothing the index does not find
-        // by reading the files, and a symlink member could point outside the directory.
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        let path = entry.path().map_err(bad)?.into_owned();
-        let wanted = path.file_name().is_some_and(|n| n == "elf" || n == "debug");
-        if !wanted || !path.components().all(|c| matches!(c, Component::Normal(_))) {
-            continue;
-        }
-        if entry.unpack_in(&dir).map_err(bad)? {
-            files += 1;
-        }
-    }
-    if files == 0 {
-        anyhow::bail!("--symbols {shown}: a perf archive without binaries or debug files");
-    }
-    std::fs::write(dir.join(".complete"), b"")
-        .with_context(|| format!("writing {}", dir.display()))?;
-    Ok(dir)
+    kprof_symbols::perf_archive::unpack(archive, cache)
+        .map_err(|e| anyhow::anyhow!("--symbols {e}"))
 }

@@ -318,7 +318,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     };
     let p = &projected.profile;
     for w in &p.warnings {
-        eprintln!("kprofctl: warning: {w}");
+        crate::term::warning(w);
     }
     if p.stacks.is_empty() {
         if !had_samples {
@@ -337,9 +337,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     let all = Filter::default();
     let mut out: Box<dyn Write> = match &args.output {
-        Some(f) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
-        )),
+        Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let tree = |name: &str, dir: Direction| -> anyhow::Result<views::CallNode> {
@@ -458,9 +456,7 @@ fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
         );
     }
     let mut out: Box<dyn Write> = match &args.output {
-        Some(f) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
-        )),
+        Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let limit = if args.limit == 0 {
@@ -508,7 +504,7 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
     let p = &l.profile;
     for w in &p.warnings {
-        eprintln!("kprofctl: warning: {w}");
+        crate::term::warning(w);
     }
     if p.stacks.is_empty() {
         anyhow::bail!("{}: the capture has no samples", capture.display());
@@ -528,7 +524,7 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         writeln!(
             stdout,
             "(idle loop left out of this summary; `kprofctl report {}` shows it)",
-            capture.display()
+            kprof_report::escape::controls(&capture.display().to_string())
         )?;
     }
     let html = PathBuf::from(format!("{}.html", capture.display()));
@@ -536,13 +532,15 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         Some(f) => annotate_all(&l, &Filter::default(), &f)?,
         None => Vec::new(),
     };
-    let mut file = std::io::BufWriter::new(
-        std::fs::File::create(&html).with_context(|| format!("creating {}", html.display()))?,
-    );
+    let mut file = std::io::BufWriter::new(crate::files::create_private(&html)?);
     render::html::write(p, anns.first(), &mut file)?;
     file.flush()
         .with_context(|| format!("writing {}", html.display()))?;
-    writeln!(stdout, "HTML report: {}", html.display())?;
+    writeln!(
+        stdout,
+        "HTML report: {}",
+        kprof_report::escape::controls(&html.display().to_string())
+    )?;
     Ok(())
 }
 

@@ -167,6 +167,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     detached::count_interrupts();
     let run = detached::start(&remote, &agent, &args.agent_args())?;
     let ended = detached::stream(&remote, &run)?;
+    // The capture is over: Ctrl-C from here on stops the download or ends kprofctl.
+    crate::interrupt::exit_on_press();
     match ended {
         Ended::Exited {
             status: status @ (0 | TRUNCATED),
@@ -179,7 +181,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                     "{target}: kprof-agent finished but its last line is not a capture path: `{capture}`"
                 );
             }
-            eprintln!("kprofctl: capture on {target}: {capture}");
+            crate::term::note(format_args!("capture on {target}: {capture}"));
             if status == TRUNCATED {
                 // The agent said why above; the capture is valid up to where writing failed.
                 let fetched = if args.fetch {

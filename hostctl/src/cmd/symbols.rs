@@ -64,10 +64,13 @@ pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
             "images": images,
             "warnings": p.warnings,
         });
-        serde_json::to_writer_pretty(&mut out, &v)?;
+        let text = serde_json::to_string_pretty(&v)?;
+        out.write_all(kprof_report::escape::json_c1(&text).as_bytes())?;
         writeln!(out)?;
         return Ok(());
     }
+    // Image names and paths come from the board: no raw control characters to the terminal.
+    let mut out = kprof_report::escape::Escaping::new(out);
     writeln!(
         out,
         "{} ELF files indexed ({} read this time)",
@@ -109,7 +112,7 @@ pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
         }
     )?;
     for w in &p.warnings {
-        eprintln!("kprofctl: warning: {w}");
+        crate::term::warning(w);
     }
     Ok(())
 }

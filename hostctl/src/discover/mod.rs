@@ -40,14 +40,9 @@ impl std::fmt::Display for DiscoverError {
     }
 }
 
-impl std::error::Error for DiscoverError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } => Some(source),
-            Self::NotABuildTree { .. } => None,
-        }
-    }
-}
+/// The I/O reason is part of the message, so it is not also a `source` (anyhow's `{:#}` would
+/// print it twice).
+impl std::error::Error for DiscoverError {}
 
 /// A Yocto build directory as oe-init-build-env sets it up (`conf/bblayers.conf` and
 /// `conf/local.conf`).

@@ -128,13 +128,7 @@ pub fn has_hw_pmu(info: &BoardInfo) -> bool {
 }
 
 /// A finished capture archive on the board.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteCapture {
-    /// Archive name without [`kprof_capture::ARCHIVE_SUFFIX`].
-    pub id: String,
-    pub path: String,
-    pub size: u64,
-}
+pub use kprof_capture::listing::Listed as RemoteCapture;
 
 /// Lists `*.kprof.tar.gz` in the given directories (the agent renames an archive into place
 /// only when it is complete, so every listed file is whole).
@@ -147,29 +141,7 @@ pub fn list_captures(remote: &Remote, dirs: &[String]) -> anyhow::Result<Vec<Rem
         dirs.join(" ")
     );
     let out = remote.exec(&script)?;
-    let mut captures = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((size, path)) = line.trim().split_once(' ') else {
-            continue;
-        };
-        let Ok(size) = size.trim().parse::<u64>() else {
-            continue;
-        };
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let Some(id) = name.strip_suffix(suffix) else {
-            continue;
-        };
-        if captures.iter().any(|c: &RemoteCapture| c.path == path) {
-            continue;
-        }
-        captures.push(RemoteCapture {
-            id: id.to_owned(),
-            path: path.to_owned(),
-            size,
-        });
-    }
-    captures.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(captures)
+    Ok(kprof_capture::listing::parse(&out.stdout))
 }
 
 /// `sha256sum` of a board file, or `None` when the board has no sha256sum.

@@ -13,7 +13,6 @@
 //! A pid is signalled only while its `/proc/PID/cwd` is the run directory: the agent's.
 
 use std::io::{Read as _, Write as _};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{board, guard, shell, Remote};
@@ -123,15 +122,10 @@ pub enum Ended {
     LinkLost(String),
 }
 
-/// Ctrl-C presses since [`count_interrupts`].
-static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
-
 /// Counts Ctrl-C presses from now on instead of letting them end kprofctl: [`stream`] turns
 /// the first into a stop of the agent and the second into detaching.
 pub fn count_interrupts() {
-    let _ = ctrlc::set_handler(|| {
-        INTERRUPTS.fetch_add(1, Ordering::SeqCst);
-    });
+    crate::interrupt::count();
 }
 
 /// The board-side loop that copies new bytes of `out`/`err` to this channel's stdout/stderr
@@ -201,7 +195,7 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
         if eof == [true, true] && ch.eof() {
             break None;
         }
-        let presses = INTERRUPTS.load(Ordering::SeqCst);
+        let presses = crate::interrupt::presses();
         if presses > seen_interrupts {
             seen_interrupts = presses;
             if presses >= 2 {

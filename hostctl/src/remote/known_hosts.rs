@@ -16,10 +16,14 @@ use std::path::{Path, PathBuf};
 pub enum HostKeyCheck {
     /// A line lists this host with this very key.
     Known,
-    /// No line lists this host with a key of this type.
-    Unknown {
-        /// Key types the host is known with (another type than the one offered).
-        other_types: Vec<String>,
+    /// No line lists this host at all.
+    Unknown,
+    /// No line lists this host with a key of the offered type, but one lists it with a key of
+    /// another type (the first such line): the board stopped offering the key it is known by.
+    OtherType {
+        path: PathBuf,
+        line: usize,
+        known_type: String,
     },
     /// The host is listed with another key of the same type: possibly an attack.
     Changed { path: PathBuf, line: usize },
@@ -99,7 +103,7 @@ impl KnownHosts {
     pub fn check(&self, name: &str, key: &HostKey) -> anyhow::Result<HostKeyCheck> {
         let mut known = false;
         let mut changed = None;
-        let mut other_types = Vec::new();
+        let mut other_type = None;
         for (path, entry) in self.entries()? {
             if entry.revoked {
                 if entry.key == key.blob {
@@ -117,14 +121,19 @@ impl KnownHosts {
                 known = true;
             } else if entry.key_type == key.key_type {
                 changed.get_or_insert((path, entry.line));
-            } else if !other_types.contains(&entry.key_type) {
-                other_types.push(entry.key_type);
+            } else if other_type.is_none() {
+                other_type = Some((path, entry.line, entry.key_type));
             }
         }
-        Ok(match (known, changed) {
-            (true, _) => HostKeyCheck::Known,
-            (false, Some((path, line))) => HostKeyCheck::Changed { path, line },
-            (false, None) => HostKeyCheck::Unknown { other_types },
+        Ok(match (known, changed, other_type) {
+            (true, _, _) => HostKeyCheck::Known,
+            (false, Some((path, line)), _) => HostKeyCheck::Changed { path, line },
+            (false, None, Some((path, line, known_type))) => HostKeyCheck::OtherType {
+                path,
+                line,
+                known_type,
+            },
+            (false, None, None) => HostKeyCheck::Unknown,
         })
     }
 
@@ -294,9 +303,7 @@ mod tests {
         // Port 22 is written without brackets, so it is another host here.
         assert_eq!(
             kh.check("10.0.0.7", &key(1)).unwrap(),
-            HostKeyCheck::Unknown {
-                other_types: vec![]
-            }
+            HostKeyCheck::Unknown
         );
     }
 
@@ -314,8 +321,32 @@ mod tests {
         );
         assert!(matches!(
             kh.check("[127.0.0.1]:2201", &key(3)).unwrap(),
-            HostKeyCheck::Unknown { .. }
+            HostKeyCheck::Unknown
         ));
+    }
+
+    /// A host listed only with an ed25519 key that offers an RSA key is not "unknown": the
+    /// check names the line and the type it is known with.
+    #[test]
+    fn check_known_hosts_other_key_type_named() {
+        let mut blob = vec![0, 0, 0, 7];
+        blob.extend_from_slice(b"ssh-rsa");
+        blob.extend_from_slice(&[0, 0, 0, 1, 3, 0, 0, 0, 2, 1, 1]);
+        let rsa = HostKey::from_blob(&blob).unwrap();
+        let text = format!("{}{}", line("other", &key(8)), line("[b]:2222", &key(9)));
+        let (_d, kh) = hosts_with(&text);
+        match kh.check("[b]:2222", &rsa).unwrap() {
+            HostKeyCheck::OtherType {
+                path,
+                line,
+                known_type,
+            } => {
+                assert_eq!((line, known_type.as_str()), (2, "ssh-ed25519"));
+                assert_eq!(path, kh.primary());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(kh.check("[c]:2222", &rsa).unwrap(), HostKeyCheck::Unknown);
     }
 
     /// Wildcards, negation and `@revoked` behave as in OpenSSH.
@@ -331,7 +362,7 @@ mod tests {
         assert_eq!(kh.check("b1.lab", &key(4)).unwrap(), HostKeyCheck::Known);
         assert!(matches!(
             kh.check("bad.lab", &key(4)).unwrap(),
-            HostKeyCheck::Unknown { .. }
+            HostKeyCheck::Unknown
         ));
         assert!(matches!(
             kh.check("b1.lab", &key(5)).unwrap(),

@@ -24,7 +24,7 @@ pub struct SshArgs {
 }
 
 /// Seconds a blocking ssh operation may wait for the board before the link counts as dead.
-const IO_TIMEOUT_MS: u32 = 60_000;
+pub(crate) const IO_TIMEOUT_MS: u32 = 60_000;
 
 /// An authenticated session. Every error it returns names the target.
 pub struct Remote {
@@ -69,10 +69,16 @@ impl Remote {
             .ok_or_else(|| anyhow::anyhow!("$HOME is not set: cannot find ~/.ssh/known_hosts"))?;
         let known_hosts = KnownHosts::for_home(&home);
         let name = target.known_hosts_name();
-        prefer_known_key_types(&sess, &known_hosts.known_types(&name)?);
+        let asked = prefer_known_key_types(&sess, &known_hosts.known_types(&name)?);
         sess.handshake()
             .with_context(|| format!("{target}: ssh handshake failed"))?;
-        verify_host_key(&sess, target, &known_hosts, args.accept_new_host_key)?;
+        verify_host_key(
+            &sess,
+            target,
+            &known_hosts,
+            &asked,
+            args.accept_new_host_key,
+        )?;
         auth::authenticate(&sess, target, &args.identity)?;
         // Keeps NAT and the board's idle timers from dropping a quiet capture.
         sess.set_keepalive(false, 15);
@@ -250,14 +256,17 @@ fn tune_socket(tcp: &TcpStream) {
 
 /// Puts the key types known_hosts already has for this host first, so that a known host is
 /// not asked for a type we have never seen (OpenSSH orders its proposal the same way).
-fn prefer_known_key_types(sess: &Session, known: &[String]) {
+/// Returns the known types this libssh2 can negotiate: a board that has one of them gets to
+/// present it, so presenting another type instead is a change, not a new host.
+fn prefer_known_key_types(sess: &Session, known: &[String]) -> Vec<String> {
     if known.is_empty() {
-        return;
+        return Vec::new();
     }
     let Ok(supported) = sess.supported_algs(MethodType::HostKey) else {
-        return;
+        return Vec::new();
     };
     let mut order: Vec<&str> = Vec::new();
+    let mut asked = Vec::new();
     for key_type in known {
         let algs: &[&str] = match key_type.as_str() {
             "ssh-rsa" => &["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"],
@@ -268,6 +277,9 @@ fn prefer_known_key_types(sess: &Session, known: &[String]) {
                 if !order.contains(s) {
                     order.push(s);
                 }
+                if !asked.contains(key_type) {
+                    asked.push(key_type.clone());
+                }
             }
         }
     }
@@ -276,13 +288,22 @@ fn prefer_known_key_types(sess: &Session, known: &[String]) {
             order.push(s);
         }
     }
-    let _ = sess.method_pref(MethodType::HostKey, &order.join(","));
+    if sess
+        .method_pref(MethodType::HostKey, &order.join(","))
+        .is_err()
+    {
+        // The known types were not proposed first: a board presenting another type may
+        // simply have been asked for it.
+        return Vec::new();
+    }
+    asked
 }
 
 fn verify_host_key(
     sess: &Session,
     target: &Target,
     known_hosts: &KnownHosts,
+    asked: &[String],
     accept_new: bool,
 ) -> anyhow::Result<()> {
     let key = sess
@@ -292,36 +313,55 @@ fn verify_host_key(
     let name = target.known_hosts_name();
     match known_hosts.check(&name, &key)? {
         HostKeyCheck::Known => Ok(()),
-        HostKeyCheck::Unknown { other_types } if accept_new => {
+        // The board offers another type than the one it is known by, although that type was
+        // proposed first: a man in the middle who cannot show the known key would do just
+        // this. OpenSSH's accept-new would add the new key; kprofctl refuses like a changed key.
+        HostKeyCheck::OtherType {
+            path,
+            line,
+            known_type,
+        } if asked.contains(&known_type) => anyhow::bail!(
+            "{target}: HOST KEY TYPE CHANGED: {} line {line} lists {name} with a {known_type} key, \
+             but the board offers only a {} key ({}). Someone may be intercepting the \
+             connection, or the board was reflashed with new host keys. If you know it was \
+             reflashed, remove the old key with `ssh-keygen -R '{name}'` and connect again",
+            path.display(),
+            key.key_type,
+            key.fingerprint(),
+        ),
+        // Known only with a type this libssh2 cannot ask for: nothing tells a change from a
+        // new key, as for an unknown host.
+        check @ (HostKeyCheck::Unknown | HostKeyCheck::OtherType { .. }) => {
+            let note = match &check {
+                HostKeyCheck::OtherType {
+                    path,
+                    line,
+                    known_type,
+                } => format!(
+                    " ({} line {line} lists it with a {known_type} key, a type kprofctl cannot \
+                     negotiate)",
+                    path.display()
+                ),
+                _ => String::new(),
+            };
+            if !accept_new {
+                anyhow::bail!(
+                    "{target}: host key not known: {} key fingerprint is {}{note}; if this is \
+                     your board, rerun with --accept-new-host-key to trust it and add it to {}",
+                    key.key_type,
+                    key.fingerprint(),
+                    known_hosts.primary().display()
+                );
+            }
             known_hosts.append(&name, &key)?;
             eprintln!(
-                "kprofctl: added {name} {} key {} to {}{}",
+                "kprofctl: added {name} {} key {} to {}{note}",
                 key.key_type,
                 key.fingerprint(),
                 known_hosts.primary().display(),
-                if other_types.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (it was known with {})", other_types.join(", "))
-                }
             );
             Ok(())
         }
-        HostKeyCheck::Unknown { other_types } => anyhow::bail!(
-            "{target}: host key not known: {} key fingerprint is {}{}; \
-             if this is your board, rerun with --accept-new-host-key to trust it and add it to {}",
-            key.key_type,
-            key.fingerprint(),
-            if other_types.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (known_hosts lists this host only with {})",
-                    other_types.join(", ")
-                )
-            },
-            known_hosts.primary().display()
-        ),
         HostKeyCheck::Changed { path, line } => anyhow::bail!(
             "{target}: HOST KEY CHANGED: the board presents {} key {}, but {} line {line} lists \
              another one for {name}. Someone may be intercepting the connection, or the board \

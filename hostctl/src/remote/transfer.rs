@@ -8,10 +8,14 @@ use crate::progress::{self, Counting};
 use anyhow::Context as _;
 use sha2::Digest as _;
 use std::io::{Read as _, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// Suffix of a download in progress.
 pub const PART_SUFFIX: &str = ".part";
+
+/// Longest a read of the download waits before Ctrl-C is looked at again.
+const TICK_MS: u32 = 200;
 
 /// Fetches `cap` into `dir` (resuming a `.part` left by a cut download) and returns the path
 /// of the verified archive.
@@ -30,7 +34,7 @@ pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Res
             kprof_symbols::limits::how_to_raise(max)
         );
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::files::captures_dir(dir)?;
 
     let mut offset = std::fs::metadata(&part_path).map(|m| m.len()).unwrap_or(0);
     if offset > cap.size {
@@ -92,9 +96,11 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
     } else {
         format!("tail -c +{} {}", offset + 1, quote(&cap.path))
     };
+    // Captures hold kallsyms and kernel addresses: 0600 from the first byte, whatever the umask.
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(part)
         .with_context(|| format!("cannot open {}", part.display()))?;
     let bar = progress::bar(cap.size, &cap.id, Counting::Bytes);
@@ -102,7 +108,21 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
     let mut ch = remote.channel(&command)?;
     let mut buf = vec![0u8; 256 * 1024];
     let mut done = offset;
+    // Reads wait at most a tick, so that Ctrl-C is seen even while the board sends nothing;
+    // the link counts as dead after IO_TIMEOUT_MS without a byte, as in blocking reads.
+    let sess = remote.session();
+    sess.set_timeout(TICK_MS);
+    let mut idle_ms = 0u32;
     let result = loop {
+        if crate::interrupt::stop_requested() {
+            break Err(anyhow::Error::new(crate::interrupt::Interrupted(format!(
+                "interrupted: download of {} stopped at {done} of {} bytes; the part is kept \
+                 in {}: `kprofctl fetch` resumes it",
+                cap.path,
+                cap.size,
+                part.display()
+            ))));
+        }
         match ch.read(&mut buf) {
             Ok(0) => break Ok(()),
             Ok(n) => {
@@ -122,7 +142,14 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
                     break Err(anyhow::anyhow!("cannot write {}: {e}", part.display()));
                 }
                 done += n as u64;
+                idle_ms = 0;
                 bar.set_position(done);
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::TimedOut
+                    && idle_ms < super::session::IO_TIMEOUT_MS =>
+            {
+                idle_ms += TICK_MS;
             }
             Err(e) => {
                 let why = e.to_string();
@@ -136,6 +163,7 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
             }
         }
     };
+    sess.set_timeout(super::session::IO_TIMEOUT_MS);
     bar.finish_and_clear();
     file.sync_all().ok();
     result?;

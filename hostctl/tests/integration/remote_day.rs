@@ -416,3 +416,154 @@ fn run_fetch_flag_downloads_and_reports() {
         "{html}"
     );
 }
+
+/// Runs `cmd` with umask 022, as a user's shell usually has it: kprofctl's files must not
+/// depend on a strict umask to be private.
+fn with_umask_022(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: umask is async-signal-safe and touches only the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        })
+    }
+}
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Waits until `dir` has a `*.part` file of more than `min` bytes and returns its path.
+fn wait_for_part(dir: &Path, min: u64, child: &mut std::process::Child) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let part = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".part"));
+        if let Some(p) = part.filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > min)) {
+            return p;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("kprofctl ended ({status}) before a download was under way: {err}");
+        }
+        assert!(Instant::now() < deadline, "no download started in {dir:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Ctrl-C during a plain `fetch` stops the download: exit status 130, the `.part` (0600 under
+/// umask 022) is kept, and the next `fetch` resumes it. A captures directory others can read
+/// gets a warning.
+#[test]
+fn fetch_ctrl_c_keeps_part_exits_130() {
+    let (sshd, client) = board();
+    let (caps, data) = big_capture(&sshd, 4 << 20);
+    let dest = client.work.path().join("kprof-captures");
+    std::fs::create_dir(&dest).unwrap();
+    std::fs::set_permissions(&dest, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let proxy = CuttingProxy::throttled(sshd.port, 256 << 10);
+    let via = format!("root@127.0.0.1:{}", proxy.port);
+    let mut child = with_umask_022(&mut fetch_from(
+        &client,
+        &via,
+        &["--accept-new-host-key"],
+        &caps,
+    ))
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let part = wait_for_part(&dest, 32 << 10, &mut child);
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{:?}: {err}", out.status);
+    assert!(
+        err.contains("interrupted") && err.contains("resumes"),
+        "{err}"
+    );
+    assert!(err.contains("chmod 700"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let cut_at = std::fs::metadata(&part).unwrap().len();
+    assert!(cut_at > 0 && cut_at < data.len() as u64, "{cut_at}");
+    assert_eq!(mode(&part), 0o600);
+
+    let (ok, _, err) = outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!("resuming big at {cut_at} of {} bytes", data.len())),
+        "{err}"
+    );
+    let got = dest.join("big.kprof.tar.gz");
+    assert!(
+        std::fs::read(&got).unwrap() == data,
+        "resumed download differs"
+    );
+    assert_eq!(mode(&got), 0o600);
+}
+
+/// Ctrl-C while `run --fetch` downloads the capture stops the download (it was swallowed by
+/// the capture's handler): exit 130, the `.part` kept; files and the captures directory made
+/// under umask 022 are 0600 and 0700; `fetch` resumes and its HTML report is 0600 too.
+#[test]
+fn run_fetch_ctrl_c_during_download_exits_130() {
+    let (sshd, client) = board();
+    let caps = capture_dir(&sshd);
+    let proxy = CuttingProxy::throttled(sshd.port, 16 << 10);
+    let via = format!("root@127.0.0.1:{}", proxy.port);
+    // Only what the board sends is throttled: the upload is not slowed down.
+    deploy_via(&sshd, &client, &via);
+    let mut cmd = run_script(
+        &client,
+        &["run", &via, "--fetch"],
+        &caps,
+        "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+    );
+    let mut child = with_umask_022(&mut cmd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dest = client.work.path().join("kprof-captures");
+    let part = wait_for_part(&dest, 0, &mut child);
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{:?}: {err}", out.status);
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(part.exists(), "{err}");
+    assert_eq!(mode(&part), 0o600);
+    assert_eq!(mode(&dest), 0o700);
+
+    let (ok, out, err) = outcome(with_umask_022(&mut client.keyed(&[
+        "fetch",
+        &sshd.target(),
+        "--capture-dir",
+        &caps,
+    ])));
+    assert!(ok, "{err}");
+    assert!(err.contains("resuming"), "{err}");
+    let html = out
+        .lines()
+        .find_map(|l| l.strip_prefix("HTML report: "))
+        .unwrap_or_else(|| panic!("no HTML report line in:\n{out}"));
+    let html = client.work.path().join(html);
+    assert_eq!(mode(&html), 0o600);
+    let capture = PathBuf::from(html.to_string_lossy().strip_suffix(".html").unwrap());
+    assert_eq!(mode(&capture), 0o600);
+    assert_archive(&capture);
+}

@@ -86,6 +86,37 @@ fn connect_ssh_changed_host_key_always_refused() {
     );
 }
 
+/// A board known by its ed25519 key that offers only an RSA key is refused as a changed key
+/// (not added as a new one) even with `--accept-new-host-key`, naming the known_hosts line and
+/// both key types; known_hosts is left as it was.
+#[test]
+fn connect_ssh_host_key_type_changed_refused() {
+    let sshd = Sshd::start_with_host_key("rsa", "");
+    let client = Client::new();
+    sshd.authorize(&client.pubkey());
+    let ed25519 = Sshd::start("");
+    client.trust(&ed25519, sshd.port);
+    let before = std::fs::read_to_string(client.known_hosts()).unwrap();
+    let (ok, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
+    assert!(!ok, "{err}");
+    assert!(err.contains("HOST KEY TYPE CHANGED"), "{err}");
+    assert!(
+        err.contains(&format!("{} line 1", client.known_hosts().display())),
+        "{err}"
+    );
+    assert!(
+        err.contains("ssh-ed25519") && err.contains("ssh-rsa"),
+        "{err}"
+    );
+    assert!(err.contains(&sshd.host_fingerprint()), "{err}");
+    assert!(!err.contains(LOGGED_IN), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(client.known_hosts()).unwrap(),
+        before
+    );
+}
+
 /// Hashed known_hosts entries (`ssh-keygen -H`, Debian's HashKnownHosts) are honoured.
 #[test]
 fn connect_ssh_hashed_known_hosts_entry() {

@@ -13,11 +13,17 @@ pub struct Sshd {
     pub dir: tempfile::TempDir,
     pub port: u16,
     child: Child,
+    key: PathBuf,
 }
 
 impl Sshd {
     /// Starts sshd with `extra` config lines. Root logs in with the keys in `authorized_keys`.
     pub fn start(extra: &str) -> Sshd {
+        Sshd::start_with_host_key("ed25519", extra)
+    }
+
+    /// [`Sshd::start`] with one host key of `key_type` (`ssh-keygen -t`) and no other.
+    pub fn start_with_host_key(key_type: &str, extra: &str) -> Sshd {
         assert!(
             Path::new("/usr/sbin/sshd").exists(),
             "the remote tests need OpenSSH's server: apt-get install openssh-server"
@@ -29,8 +35,8 @@ impl Sshd {
             .prefix("sshd-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
-        let key = dir.path().join("host_ed25519");
-        keygen(&key, "test-host");
+        let key = dir.path().join(format!("host_{key_type}"));
+        keygen_type(&key, key_type, "test-host");
         std::fs::write(dir.path().join("authorized_keys"), "").unwrap();
         for _ in 0..5 {
             let port = free_port();
@@ -59,7 +65,12 @@ impl Sshd {
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(10) {
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Sshd { dir, port, child };
+                    return Sshd {
+                        dir,
+                        port,
+                        child,
+                        key,
+                    };
                 }
                 if child.try_wait().unwrap().is_some() {
                     break;
@@ -76,7 +87,7 @@ impl Sshd {
     }
 
     pub fn host_pub(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("host_ed25519.pub")).unwrap()
+        std::fs::read_to_string(self.key.with_extension("pub")).unwrap()
     }
 
     /// The host key's `SHA256:...` fingerprint per ssh-keygen.
@@ -84,7 +95,7 @@ impl Sshd {
         let out = run_ok(
             Command::new("ssh-keygen")
                 .arg("-lf")
-                .arg(self.dir.path().join("host_ed25519.pub")),
+                .arg(self.key.with_extension("pub")),
         );
         String::from_utf8(out.stdout)
             .unwrap()
@@ -126,9 +137,14 @@ pub fn free_port() -> u16 {
 
 /// A new ed25519 key pair without a passphrase at `key` and `key.pub`.
 fn keygen(key: &Path, comment: &str) {
+    keygen_type(key, "ed25519", comment);
+}
+
+/// A new key pair of `key_type` without a passphrase at `key` and `key.pub`.
+fn keygen_type(key: &Path, key_type: &str, comment: &str) {
     run_ok(
         Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+            .args(["-q", "-t", key_type, "-N", "", "-C", comment, "-f"])
             .arg(key),
     );
 }
@@ -249,6 +265,16 @@ pub struct CuttingProxy {
 
 impl CuttingProxy {
     pub fn start(to: u16, limit: Option<u64>) -> CuttingProxy {
+        CuttingProxy::spawn(to, limit, None)
+    }
+
+    /// A proxy that passes at most `bytes_per_sec` from the server to the client: a slow link,
+    /// for a download that is still running when the test acts.
+    pub fn throttled(to: u16, bytes_per_sec: u64) -> CuttingProxy {
+        CuttingProxy::spawn(to, None, Some(bytes_per_sec))
+    }
+
+    fn spawn(to: u16, limit: Option<u64>, rate: Option<u64>) -> CuttingProxy {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         use std::sync::Arc;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -276,11 +302,15 @@ impl CuttingProxy {
                         from.set_read_timeout(Some(Duration::from_millis(50)))
                             .unwrap();
                         let mut buf = [0u8; 16384];
+                        let chunk = match (counted, rate) {
+                            (true, Some(r)) => (r as usize / 20).clamp(1, buf.len()),
+                            _ => buf.len(),
+                        };
                         loop {
                             if cut.load(Ordering::SeqCst) {
                                 break;
                             }
-                            let n = match from.read(&mut buf) {
+                            let n = match from.read(&mut buf[..chunk]) {
                                 Ok(0) => break,
                                 Ok(n) => n,
                                 Err(e)
@@ -308,6 +338,9 @@ impl CuttingProxy {
                             }
                             if into.write_all(&buf[..n as usize]).is_err() {
                                 break;
+                            }
+                            if let (true, Some(r)) = (counted, rate) {
+                                std::thread::sleep(Duration::from_secs_f64(n as f64 / r as f64));
                             }
                         }
                         let _ = into.shutdown(std::net::Shutdown::Both);

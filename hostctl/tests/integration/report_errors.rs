@@ -204,3 +204,31 @@ fn report_unknown_function_or_event_fails_clearly() {
     assert_clear_failure(&kprofctl(&["report", p, "--event", "cycles"]), "cycles");
     assert_clear_failure(&kprofctl(&["report", p, "--ratio", "a-b"]), "A/B");
 }
+
+/// A missing file's reason is printed once by every command that reads one (it was printed
+/// twice: the message quoted the I/O error that the error chain printed again).
+#[test]
+fn report_missing_file_reason_once() {
+    let perf = recorded().join("perf.data");
+    let perf = perf.to_str().unwrap();
+    let missing_out = "/nonexistent-kprof-dir/out.txt";
+    let cases: [&[&str]; 6] = [
+        &["report", "/nonexistent"],
+        &["report", "/nonexistent", "--format", "json"],
+        &["symbols", "/nonexistent"],
+        &["diff", "/nonexistent", perf],
+        &["diff", perf, "/nonexistent"],
+        &["report", perf, "-o", missing_out],
+    ];
+    for args in cases {
+        let out = kprofctl(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("/nonexistent"), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,144 @@
+//! Entry points of the fuzz targets for what kprofctl reads besides captures: ELF/DWARF
+//! symbol files, `perf archive` tarballs and the board's capture listing. Errors are fine;
+//! panics, aborts and hangs are bugs.
+
+use crate::elf::SymbolFile;
+use crate::unwind::{Place, ProcessUnwinder, UnwindRegs};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// A scratch directory for the files the readers take by path, made once per process below
+/// `$KPROF_FUZZ_SCRATCH` (ci/fuzz-smoke points it to a directory it removes), else /dev/shm
+/// when there is one (the fuzzers write a file per input), else the temporary directory. It
+/// outlives the process: libFuzzer exits without running destructors.
+fn scratch() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let shm = Path::new("/dev/shm");
+        let parent = match std::env::var_os("KPROF_FUZZ_SCRATCH") {
+            Some(dir) => PathBuf::from(dir),
+            None if shm.is_dir() => shm.to_path_buf(),
+            None => std::env::temp_dir(),
+        };
+        tempfile::Builder::new()
+            .prefix("kprof-fuzz-")
+            .tempdir_in(parent)
+            .expect("a scratch directory for the fuzz target")
+            .keep()
+    })
+}
+
+/// Writes `bytes` to the scratch file `name` and returns its path.
+fn scratch_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = scratch().join(name);
+    let mut f = std::fs::File::create(&path).expect("writing the scratch file");
+    f.write_all(bytes).expect("writing the scratch file");
+    path
+}
+
+/// Opens `bytes` as a symbol file and makes the lookups a report makes of it: the symbol,
+/// source line and inline frames of addresses (each symbol's start, middle and end, each
+/// segment's start), the line table and code bytes of each function with their disassembly,
+/// and one unwind step through its CFI over a stack taken from the input's last bytes.
+pub fn symbol_file(bytes: &[u8]) {
+    let path = scratch_file("symbols.elf", bytes);
+    let Ok(file) = SymbolFile::open(&path, None, None) else {
+        return;
+    };
+    let _ = file.symbol_address("_text");
+    let mut addrs: Vec<u64> = Vec::new();
+    for (start, size) in file.symbol_ranges().take(64) {
+        addrs.extend([
+            start,
+            start.wrapping_add(size / 2),
+            start.wrapping_add(size),
+        ]);
+        let end = start.saturating_add(size.min(4096));
+        let _ = file.lines_in(start, end);
+        if let Some(code) = file.code(start, end) {
+            let _ = crate::disasm::decode(file.arch, code, start);
+        }
+    }
+    for offset in [0u64, 0x1000, u64::MAX] {
+        if let Some(a) = file.offset_to_address(offset) {
+            addrs.push(a);
+        }
+    }
+    addrs.push(u64::MAX);
+    for &a in &addrs {
+        let _ = file.symbol_at(a);
+        let _ = file.location(a);
+        let _ = file.frames(a);
+        let _ = file.contains_placed(a);
+    }
+    let Some(cfi) = file.cfi() else {
+        return;
+    };
+    let Some(mut unwinder) = ProcessUnwinder::new(file.arch) else {
+        return;
+    };
+    let stack = &bytes[bytes.len().saturating_sub(256)..];
+    for &pc in addrs.iter().take(16) {
+        let _ = cfi.covers(pc);
+        let _ = cfi.return_address_in_lr(pc);
+        let regs = UnwindRegs {
+            pc,
+            sp: 0x7fff_0000,
+            fp: 0x7fff_0010,
+            lr: Some(pc.wrapping_add(4)),
+        };
+        let _ = unwinder.unwind(&regs, stack, &mut |_| Place::Cfi {
+            name: "fuzz".into(),
+            avma: 0..u64::MAX,
+            base_avma: 0,
+            cfi: cfi.clone(),
+        });
+    }
+}
+
+/// Reads `bytes` as a `perf archive` tarball as `--symbols` does, unpacking its symbol files
+/// into a scratch directory. A bzip2 stream (`BZh`) is read as such; other bytes are taken as
+/// the tar stream inside, so that the mutations reach the tar headers and not only the
+/// bzip2 CRCs.
+pub fn perf_archive(bytes: &[u8]) {
+    let dir = scratch().join("perf-archive");
+    let _ = std::fs::remove_dir_all(&dir);
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let name = Path::new("fuzz.tar.bz2");
+    if bytes.starts_with(crate::perf_archive::BZIP2_MAGIC) {
+        let reader = bzip2::read::BzDecoder::new(bytes);
+        let _ = crate::perf_archive::unpack_members(reader, &dir, name);
+    } else {
+        let _ = crate::perf_archive::unpack_members(bytes, &dir, name);
+    }
+    // Nothing may land outside the directory it unpacks to.
+    for entry in std::fs::read_dir(scratch()).into_iter().flatten().flatten() {
+        let n = entry.file_name();
+        assert!(
+            n == "perf-archive" || n == "symbols.elf",
+            "perf archive member written outside its directory: {n:?}"
+        );
+    }
+}
+
+/// Parses `bytes` as the board's answer to kprofctl's capture listing and checks what
+/// kprofctl relies on: ids are non-empty single file names without control characters, each
+/// path is listed once and ends with its id and the archive suffix, ids are sorted.
+pub fn capture_list(bytes: &[u8]) {
+    let listed = kprof_capture::listing::parse(bytes);
+    for (i, c) in listed.iter().enumerate() {
+        assert!(!c.id.is_empty() && !c.id.contains('/'), "{c:?}");
+        assert!(!c.id.chars().any(char::is_control), "{c:?}");
+        assert!(
+            c.path
+                .ends_with(&format!("{}{}", c.id, kprof_capture::ARCHIVE_SUFFIX)),
+            "{c:?}"
+        );
+        assert!(listed[..i].iter().all(|o| o.path != c.path), "{c:?}");
+        if i > 0 {
+            assert!(listed[i - 1].id <= c.id, "{listed:?}");
+        }
+    }
+}
