@@ -182,22 +182,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 );
             }
             crate::term::note(format_args!("capture on {target}: {capture}"));
+            if args.fetch {
+                let fetch = super::fetch::FetchArgs {
+                    args: vec![target.spec.clone()],
+                    dest: args.dest.clone(),
+                    no_report: false,
+                    capture_dir: Vec::new(),
+                    ssh: args.ssh.clone(),
+                    symbols: args.symbols.clone(),
+                };
+                super::fetch::fetch_paths(&remote, &fetch, std::slice::from_ref(&capture))?;
+            }
             if status == TRUNCATED {
                 // The agent said why above; the capture is valid up to where writing failed.
-                let fetched = if args.fetch {
-                    let fetch = super::fetch::FetchArgs {
-                        args: vec![target.spec.clone()],
-                        dest: args.dest.clone(),
-                        no_report: false,
-                        capture_dir: Vec::new(),
-                        ssh: args.ssh.clone(),
-                        symbols: args.symbols.clone(),
-                    };
-                    super::fetch::fetch_paths(&remote, &fetch, std::slice::from_ref(&capture))
-                } else {
-                    Ok(())
-                };
-                fetched?;
                 anyhow::bail!(
                     "{target}: the capture is TRUNCATED: writing perf.data on the board failed \
                      (see kprof-agent's message above); {capture} holds what was recorded until \
@@ -209,18 +206,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                     }
                 );
             }
-            if args.fetch {
-                let fetch = super::fetch::FetchArgs {
-                    args: vec![target.spec.clone()],
-                    dest: args.dest.clone(),
-                    no_report: false,
-                    capture_dir: Vec::new(),
-                    ssh: args.ssh.clone(),
-                    symbols: args.symbols.clone(),
-                };
-                return super::fetch::fetch_paths(&remote, &fetch, &[capture]);
+            if !args.fetch {
+                eprintln!("kprofctl: download it with `kprofctl fetch`");
             }
-            eprintln!("kprofctl: download it with `kprofctl fetch`");
             Ok(())
         }
         Ended::Exited { status, .. } => {
