@@ -7,7 +7,7 @@ use crate::render_support::{capture, kprofctl, kprofctl_ok};
 #[test]
 fn diff_json_real_captures_shift_from_user_to_kernel() {
     let base = capture::record(300, 20);
-    let new = capture::record(40, 1500);
+    let new = capture::record(40, 4000);
     let dir = tempfile::tempdir().unwrap();
     let (b, n) = (base.perf_data(), new.perf_data());
     let (b, n) = (b.to_str().unwrap(), n.to_str().unwrap());
