@@ -11,7 +11,7 @@ LIC_FILES_CHKSUM = "file://mychardrv_writer.c;beginline=1;endline=1;md5=55ecc515
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 # Bumped together with kprof-agent's SRCREV (ci/checks/check-srcrev checks all three).
-SRCREV = "f056ed4d650de4f097460f5aa8bac72888c3b6b0"
+SRCREV = "1364f84a31a01c5fe1f1d3dab5e27313059b9370"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv-writer"
