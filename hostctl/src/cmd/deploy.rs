@@ -32,9 +32,13 @@ pub fn run(args: DeployArgs) -> anyhow::Result<()> {
     let mut state = State::load()?;
     state.remember(&target.spec).agent = Some(installed.path.clone());
     state.save()?;
+    // The version and path come from the board.
     println!(
-        "{}: {} installed at {}",
-        target, installed.version, installed.path
+        "{}",
+        kprof_report::escape::controls_but_newline(&format!(
+            "{}: {} installed at {}",
+            target, installed.version, installed.path
+        ))
     );
     Ok(())
 }
@@ -70,10 +74,10 @@ pub fn deploy(
         );
     }
     if elf::expected_for_uname(&uname).is_none() {
-        eprintln!(
-            "kprofctl: {t}: unknown machine `{uname}`: cannot check the agent's ELF machine ({})",
+        crate::term::note(format_args!(
+            "{t}: unknown machine `{uname}`: cannot check the agent's ELF machine ({})",
             kind.describe()
-        );
+        ));
     }
     if let Some(interp) = &kind.interpreter {
         eprintln!(
@@ -91,11 +95,11 @@ pub fn deploy(
             if install_path != board::AGENT_FALLBACK_PATH
                 && first.downcast_ref::<Refused>().is_none() =>
         {
-            eprintln!(
-                "kprofctl: {t}: cannot install to {install_path} ({first:#}); \
+            crate::term::note(format_args!(
+                "{t}: cannot install to {install_path} ({first:#}); \
                  installing to {} instead (lost at reboot)",
                 board::AGENT_FALLBACK_PATH
-            );
+            ));
             upload(remote, &bytes, board::AGENT_FALLBACK_PATH, &sum)?
         }
         Err(e) => return Err(e),

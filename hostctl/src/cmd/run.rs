@@ -242,14 +242,14 @@ fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyho
         board::find_agent(remote, remembered)?.ok_or_else(|| board::no_agent_error(remote))?;
     let info = board::info(remote, &agent)?;
     let version = &info.agent_version;
-    eprintln!("kprofctl: {t}: kprof-agent {version} ({agent})");
+    crate::term::note(format_args!("{t}: kprof-agent {version} ({agent})"));
     let ours = env!("CARGO_PKG_VERSION");
     if version != ours {
-        eprintln!(
-            "kprofctl: warning: kprofctl is {ours} but the board's agent is {version}: \
+        crate::term::warning(format_args!(
+            "kprofctl is {ours} but the board's agent is {version}: \
              `kprofctl deploy {}` installs the matching one",
             t.spec
-        );
+        ));
     }
     let uid = info.uid.map_or("?".into(), |u| u.to_string());
     match info
@@ -270,17 +270,17 @@ fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyho
     }
     let pmus: Vec<&str> = info.pmus.keys().map(String::as_str).collect();
     if board::has_hw_pmu(&info) {
-        eprintln!("kprofctl: {t}: PMUs: {}", pmus.join(" "));
+        crate::term::note(format_args!("{t}: PMUs: {}", pmus.join(" ")));
     } else {
-        eprintln!(
-            "kprofctl: {t}: no hardware PMU (event sources: {}): only software events such as \
+        crate::term::note(format_args!(
+            "{t}: no hardware PMU (event sources: {}): only software events such as \
              cpu-clock can be sampled",
             if pmus.is_empty() {
                 "none".to_owned()
             } else {
                 pmus.join(" ")
             }
-        );
+        ));
         let hw: Vec<&String> = args
             .events
             .iter()
@@ -294,14 +294,19 @@ fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyho
         }
     }
     for (event, verdict) in refused_events(&args.events, &info) {
-        eprintln!("kprofctl: warning: {t}: {event} does not open on the board: {verdict}");
+        crate::term::warning(format_args!(
+            "{t}: {event} does not open on the board: {verdict}"
+        ));
     }
     let matched = kernel_match::check(info.kernel.build_id.as_deref(), &args.symbols)?;
     let msg = matched.message(&info.uname.release);
     if matched.is_mismatch() {
-        eprintln!("\nkprofctl: WARNING: {t}: {msg}\n");
+        eprintln!(
+            "\nkprofctl: WARNING: {}\n",
+            kprof_report::escape::controls_but_newline(&format!("{t}: {msg}"))
+        );
     } else {
-        eprintln!("kprofctl: {t}: {msg}");
+        crate::term::note(format_args!("{t}: {msg}"));
     }
     Ok(agent)
 }
