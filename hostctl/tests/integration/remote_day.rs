@@ -567,3 +567,41 @@ fn run_fetch_ctrl_c_during_download_exits_130() {
     assert_eq!(mode(&capture), 0o600);
     assert_archive(&capture);
 }
+
+/// A board whose agent answers `info` with terminal escapes in its version, a PMU name and an
+/// event's refusal: `run` prints what it found with the control characters escaped, so a
+/// compromised board cannot retitle or clear the user's terminal.
+#[test]
+fn run_board_info_escapes_printed_escaped() {
+    let (sshd, client) = board();
+    let dest = deploy(&sshd, &client);
+    let real = Command::new(agent_binary()).arg("info").output().unwrap();
+    let mut info: serde_json::Value = serde_json::from_slice(&real.stdout).unwrap();
+    info["agent_version"] = "0.1.0\u{1b}]0;pwned\u{7}".into();
+    info["pmus"]["evil\u{1b}[2J"] = 3.into();
+    info["events"]["cpu-clock"] = "refused\u{9b}31m".into();
+    let json = dest.with_file_name("info.json");
+    std::fs::write(&json, info.to_string()).unwrap();
+    std::fs::write(
+        &dest,
+        format!(
+            "#!/bin/sh\ncase $1 in info) cat '{}';; --version) echo kprof-agent 0.1.0;; *) exit 1;; esac\n",
+            json.display()
+        ),
+    )
+    .unwrap();
+    let caps = capture_dir(&sshd);
+    let (_, _, err) = outcome(&mut run_script(
+        &client,
+        &["run", &sshd.target()],
+        &caps,
+        "true",
+    ));
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{7}') && !err.contains('\u{9b}'),
+        "a raw control character reached the terminal: {err:?}"
+    );
+    assert!(err.contains("kprof-agent 0.1.0\\x1b]0;pwned\\x07"), "{err}");
+    assert!(err.contains("evil\\x1b[2J"), "{err}");
+    assert!(err.contains("refused\\u{9b}31m"), "{err}");
+}
