@@ -103,6 +103,8 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
         .mode(0o600)
         .open(part)
         .with_context(|| format!("cannot open {}", part.display()))?;
+    // A `.part` of an older kprofctl (0644 by umask) is ours to tighten before more goes in.
+    private(&file, part)?;
     let bar = progress::bar(cap.size, &cap.id, Counting::Bytes);
     bar.set_position(offset);
     let mut ch = remote.channel(&command)?;
@@ -204,4 +206,15 @@ pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect())
+}
+
+/// Makes an open `.part` mode 0600 when others could read it.
+fn private(file: &std::fs::File, part: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = file.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private (mode 0600)", part.display()))?;
+    }
+    Ok(())
 }

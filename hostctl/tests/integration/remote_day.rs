@@ -344,6 +344,8 @@ fn fetch_capture_cut_download_resumes() {
         .join("kprof-captures/big.kprof.tar.gz.part");
     let cut_at = std::fs::metadata(&part).unwrap().len();
     assert!(cut_at > 0 && cut_at < data.len() as u64, "{cut_at}");
+    // As an older kprofctl left it (0644 by umask): resuming makes it private again.
+    std::fs::set_permissions(&part, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
 
     let (ok, _, err) = outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
     assert!(ok, "{err}");
@@ -354,6 +356,12 @@ fn fetch_capture_cut_download_resumes() {
     let got = std::fs::read(client.work.path().join("kprof-captures/big.kprof.tar.gz")).unwrap();
     assert!(got == data, "resumed download differs");
     assert!(!part.exists());
+    let archive = client.work.path().join("kprof-captures/big.kprof.tar.gz");
+    assert_eq!(
+        mode(&archive),
+        0o600,
+        "a resumed 0644 part stays readable by others"
+    );
 }
 
 /// A partial download that does not match the board's file fails the sha256 check, is
@@ -497,6 +505,8 @@ fn fetch_ctrl_c_keeps_part_exits_130() {
     assert!(!err.contains("panicked"), "{err}");
     let cut_at = std::fs::metadata(&part).unwrap().len();
     assert!(cut_at > 0 && cut_at < data.len() as u64, "{cut_at}");
+    // As an older kprofctl left it (0644 by umask): resuming makes it private again.
+    std::fs::set_permissions(&part, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     assert_eq!(mode(&part), 0o600);
 
     let (ok, _, err) = outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
