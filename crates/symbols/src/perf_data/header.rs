@@ -3,7 +3,7 @@
 //! `linux-perf-data` allocates whatever a section header says, so a corrupted size would
 //! abort the process with an allocation failure instead of giving an error.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 
 /// `struct perf_file_header` is 104 bytes since perf 3.x.
 const HEADER_SIZE: u64 = 104;
@@ -181,7 +181,7 @@ pub fn check_limited(
             )?;
         }
     }
-    let damage = walk_records(r, data, big_endian, false, max_decompressed)?;
+    let damage = super::walk::walk_records(r, data, big_endian, false, max_decompressed)?;
     Ok(Header {
         big_endian,
         attr_size,
@@ -228,7 +228,7 @@ pub fn check_pipe_limited(
         offset: PIPE_HEADER_SIZE,
         size: len - PIPE_HEADER_SIZE,
     };
-    walk_records(
+    super::walk::walk_records(
         r,
         data,
         first.starts_with(b"2ELIFREP"),
@@ -238,8 +238,8 @@ pub fn check_pipe_limited(
 }
 
 /// `HEADER_CMDLINE` and `HEADER_EVENT_DESC` in perf's `util/header.h`.
-const FEATURE_CMDLINE: u32 = 11;
-const FEATURE_EVENT_DESC: u32 = 12;
+pub(super) const FEATURE_CMDLINE: u32 = 11;
+pub(super) const FEATURE_EVENT_DESC: u32 = 12;
 
 fn read_section(r: &mut (impl Read + Seek), s: Section) -> Result<Vec<u8>, String> {
     r.seek(SeekFrom::Start(s.offset))
@@ -250,7 +250,7 @@ fn read_section(r: &mut (impl Read + Seek), s: Section) -> Result<Vec<u8>, Strin
 }
 
 /// `linux-perf-data` reserves room for as many strings as the count says, before reading any.
-fn cmdline_fits(b: &[u8], big_endian: bool) -> Option<()> {
+pub(super) fn cmdline_fits(b: &[u8], big_endian: bool) -> Option<()> {
     let nr = u32_at(b, 0, big_endian)?;
     let mut at = 4usize;
     for _ in 0..nr {
@@ -260,7 +260,7 @@ fn cmdline_fits(b: &[u8], big_endian: bool) -> Option<()> {
 }
 
 /// The same for the events and their ids: `struct { u32 nr; u32 attr_size; events[nr] }`.
-fn event_desc_fits(b: &[u8], big_endian: bool) -> Option<()> {
+pub(super) fn event_desc_fits(b: &[u8], big_endian: bool) -> Option<()> {
     let nr = u32_at(b, 0, big_endian)?;
     let attr_size = u32_at(b, 4, big_endian)?;
     let mut at = 8usize;
@@ -283,7 +283,7 @@ fn bytes_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
     b.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
-fn u16_at(b: &[u8], at: usize, big_endian: bool) -> Option<u16> {
+pub(super) fn u16_at(b: &[u8], at: usize, big_endian: bool) -> Option<u16> {
     let a = bytes_at(b, at)?;
     Some(if big_endian {
         u16::from_be_bytes(a)
@@ -293,7 +293,7 @@ fn u16_at(b: &[u8], at: usize, big_endian: bool) -> Option<u16> {
 }
 
 /// A u32 count or length, as the `usize` it is used as.
-fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
+pub(super) fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
     let a = bytes_at(b, at)?;
     let v = if big_endian {
         u32::from_be_bytes(a)
@@ -303,249 +303,11 @@ fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
     usize::try_from(v).ok()
 }
 
-fn u64_at(b: &[u8], at: usize, big_endian: bool) -> Option<u64> {
+pub(super) fn u64_at(b: &[u8], at: usize, big_endian: bool) -> Option<u64> {
     let a = bytes_at(b, at)?;
     Some(if big_endian {
         u64::from_be_bytes(a)
     } else {
         u64::from_le_bytes(a)
     })
-}
-
-/// `PERF_RECORD_AUXTRACE`: the first u64 of its body is the number of trace bytes that follow
-/// the record, and linux-perf-data sizes a buffer to it before reading them.
-const RECORD_AUXTRACE: u32 = 71;
-
-/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2` (perf 6.15 on): zstd data, after a
-/// u64 of its length in the second.
-const RECORD_COMPRESSED: u32 = 81;
-const RECORD_COMPRESSED2: u32 = 83;
-/// `PERF_RECORD_HEADER_FEATURE`: a feature section, in pipe mode.
-const RECORD_HEADER_FEATURE: u32 = 80;
-
-/// Walks the record headers of the data section (one sequential read) so that an AUXTRACE
-/// record claiming more trace data than the section holds is an error, not an abort, and
-/// follows the zstd stream of compressed records (see [`ZstdWalk`]). Returns the damage that
-/// leaves the records before it readable. In a `pipe`, HEADER_FEATURE records carry the
-/// feature sections, checked like a file's, and a record cut by the end of the stream is
-/// damage (in a file the reader reports it itself).
-fn walk_records(
-    r: &mut (impl Read + Seek),
-    data: Section,
-    big_endian: bool,
-    pipe: bool,
-    max_decompressed: u64,
-) -> Result<Option<String>, String> {
-    r.seek(SeekFrom::Start(data.offset))
-        .map_err(|e| e.to_string())?;
-    let mut r = BufReader::with_capacity(1 << 16, r);
-    let end = data.offset + data.size;
-    let mut at = data.offset;
-    let mut h = [0u8; 16];
-    let mut zstd = ZstdWalk {
-        left: max_decompressed,
-        ..ZstdWalk::default()
-    };
-    while at + 8 <= end {
-        r.read_exact(&mut h[..8]).map_err(|e| e.to_string())?;
-        let ty = u32_at(&h, 0, big_endian).expect("4 bytes") as u32;
-        let size = u64::from(u16_at(&h, 6, big_endian).expect("8 bytes read"));
-        if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
-            // Shorter than its own header or body: the reader reports these itself.
-            return Ok(None);
-        }
-        if pipe && at + size > end {
-            return Ok(Some(format!(
-                "the stream ends inside a record at offset {at} (cut)"
-            )));
-        }
-        if pipe && ty == RECORD_HEADER_FEATURE {
-            let mut body = vec![0; (size - 8) as usize];
-            r.read_exact(&mut body).map_err(|e| e.to_string())?;
-            // `struct perf_record_header_feature`: a u64 feature id, then the section.
-            // linux-perf-data keeps the id's low 32 bits, so they decide here too.
-            let feature = u64_at(&body, 0, big_endian).unwrap_or(0) as u32;
-            let section = body.get(8..).unwrap_or_default();
-            let fits = match feature {
-                FEATURE_CMDLINE => cmdline_fits(section, big_endian),
-                FEATURE_EVENT_DESC => event_desc_fits(section, big_endian),
-                _ => Some(()),
-            };
-            if fits.is_none() {
-                return Err(format!(
-                    "feature record #{feature} at offset {at} has counts or lengths larger than its {} bytes (corrupted)",
-                    section.len()
-                ));
-            }
-            at += size;
-            continue;
-        }
-        if ty == RECORD_COMPRESSED || ty == RECORD_COMPRESSED2 {
-            let mut body = vec![0; (size - 8) as usize];
-            if r.read_exact(&mut body).is_err() {
-                return Ok(None);
-            }
-            let payload = if ty == RECORD_COMPRESSED2 {
-                let len = u64_at(&body, 0, big_endian).and_then(|l| usize::try_from(l).ok());
-                match len.and_then(|l| body.get(8..8usize.checked_add(l)?)) {
-                    Some(p) => p,
-                    // The reader reports a length past the record itself.
-                    None => return Ok(None),
-                }
-            } else {
-                &body[..]
-            };
-            match zstd.feed(payload, big_endian) {
-                Fed::Ok => {}
-                Fed::Damaged(why) => {
-                    return Ok(Some(format!("compressed record at offset {at}: {why}")));
-                }
-                // The reader would hold it all in memory before any check of ours.
-                Fed::TooLarge => {
-                    return Err(format!(
-                        "compressed record at offset {at} expands past {} MiB (corrupted)",
-                        MAX_DECOMPRESSED_RECORD >> 20
-                    ));
-                }
-                Fed::TotalTooLarge => {
-                    return Err(format!(
-                        "the compressed records decompress to more than {} ({} times the input \
-                         size limit, at offset {at}): {}",
-                        crate::limits::human(max_decompressed),
-                        crate::limits::RECORDS_PER_INPUT,
-                        crate::limits::how_to_raise(
-                            max_decompressed / crate::limits::RECORDS_PER_INPUT
-                        )
-                    ));
-                }
-            }
-            at += size;
-            continue;
-        }
-        let mut skip = size - 8;
-        if ty == RECORD_AUXTRACE {
-            r.read_exact(&mut h[8..16]).map_err(|e| e.to_string())?;
-            let aux = u64_at(&h, 8, big_endian).expect("16 bytes read");
-            if at
-                .checked_add(size)
-                .and_then(|e| e.checked_add(aux))
-                .is_none_or(|e| e > end)
-            {
-                return Err(format!(
-                    "AUXTRACE record at offset {at} claims {aux} bytes of trace data, past the end of the data section (corrupted)"
-                ));
-            }
-            skip = size - 16 + aux;
-            at += aux;
-        }
-        r.seek_relative(skip as i64).map_err(|e| e.to_string())?;
-        at += size;
-    }
-    if pipe && at < end {
-        return Ok(Some(format!(
-            "the stream ends inside a record header at offset {at} (cut)"
-        )));
-    }
-    Ok(zstd.end())
-}
-
-/// Largest output of one compressed record: perf compresses at most one ring buffer flush
-/// (a few MiB) into it, and linux-perf-data holds a record's whole output in memory, so a
-/// crafted record must not expand to gigabytes.
-const MAX_DECOMPRESSED_RECORD: usize = 256 << 20;
-
-/// `ZSTD_blockHeaderSize`: what the decoder asks for next when it stands between blocks.
-const ZSTD_BLOCK_HEADER: usize = 3;
-
-/// The zstd stream of a `perf record -z` file, decoded once ahead of the reader. perf keeps
-/// one zstd frame open for the whole recording and flushes it at the end of each compressed
-/// record, so a record's output may end inside a perf record (the next one continues it),
-/// but the whole stream must end between blocks and between records. A cut file does not,
-/// and the reader would drop its last partial record without a word.
-#[derive(Default)]
-struct ZstdWalk {
-    dctx: Option<zstd_safe::DCtx<'static>>,
-    /// Decoded bytes of a perf record not yet complete.
-    tail: Vec<u8>,
-    /// The decoder's last hint of the input it needs next (0 at the end of a frame).
-    hint: usize,
-    fed: bool,
-    /// What the records may still decompress to, in all: the reader processes every byte,
-    /// so a small file of tiny records expanding a millionfold is a bomb too.
-    left: u64,
-}
-
-/// What one compressed record's zstd data gave.
-enum Fed {
-    Ok,
-    /// Corrupt data: the records before it are readable.
-    Damaged(String),
-    /// More output than [`MAX_DECOMPRESSED_RECORD`].
-    TooLarge,
-    /// More output, over all records, than the input size limit.
-    TotalTooLarge,
-}
-
-impl ZstdWalk {
-    /// Decodes one record's zstd data.
-    fn feed(&mut self, payload: &[u8], big_endian: bool) -> Fed {
-        self.fed = true;
-        let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
-        let mut input = zstd_safe::InBuffer::around(payload);
-        let mut out = vec![0u8; 1 << 16];
-        let mut produced = 0usize;
-        loop {
-            let mut o = zstd_safe::OutBuffer::around(&mut out[..]);
-            match dctx.decompress_stream(&mut o, &mut input) {
-                Ok(hint) => self.hint = hint,
-                Err(code) => {
-                    return Fed::Damaged(format!("zstd: {}", zstd_safe::get_error_name(code)))
-                }
-            }
-            let n = o.pos();
-            produced += n;
-            if produced > MAX_DECOMPRESSED_RECORD {
-                return Fed::TooLarge;
-            }
-            match self.left.checked_sub(n as u64) {
-                Some(left) => self.left = left,
-                None => return Fed::TotalTooLarge,
-            }
-            self.tail.extend_from_slice(&out[..n]);
-            // Keep only the bytes of the perf record not yet complete.
-            let mut at = 0usize;
-            while let Some(size) = u16_at(&self.tail, at + 6, big_endian) {
-                let size = usize::from(size);
-                if size < 8 {
-                    // The reader reports a record shorter than its header.
-                    self.tail.clear();
-                    at = 0;
-                    break;
-                }
-                if at + size > self.tail.len() {
-                    break;
-                }
-                at += size;
-            }
-            self.tail.drain(..at);
-            if n < out.len() && input.pos() == payload.len() {
-                return Fed::Ok;
-            }
-        }
-    }
-
-    /// The damage at the end of the data section, if the stream was cut.
-    fn end(self) -> Option<String> {
-        if !self.fed {
-            return None;
-        }
-        if !self.tail.is_empty() {
-            return Some(format!(
-                "the compressed records end {} bytes into a record (cut)",
-                self.tail.len()
-            ));
-        }
-        (self.hint != 0 && self.hint != ZSTD_BLOCK_HEADER)
-            .then(|| "the compressed records end inside a zstd block (cut)".to_string())
-    }
 }

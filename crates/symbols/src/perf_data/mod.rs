@@ -4,6 +4,7 @@
 
 pub mod header;
 mod record_checks;
+mod walk;
 
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
 use linux_perf_data::{
