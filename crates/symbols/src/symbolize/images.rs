@@ -19,7 +19,7 @@ impl State<'_> {
         let quiet = name.starts_with("[vdso")
             || name == "[vsyscall]"
             || name == "[unknown]"
-            || name == super::unwind::MARKER_IMAGE;
+            || name == super::call_paths::MARKER_IMAGE;
         match &image.symbols {
             SymbolSource::BuildId { .. } => {
                 if let Some(f) = &file {

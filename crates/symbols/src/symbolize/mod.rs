@@ -14,13 +14,13 @@
 //! - [`unwind`]: kernel callchain + unwound user frames, marked ends, aarch64 LR callers.
 
 mod address_space;
+mod call_paths;
 mod images;
 mod off_cpu;
 mod records;
 mod resolve;
 mod stacks;
 mod timeline;
-mod unwind;
 
 use crate::capture::Capture;
 use crate::elf::SymbolFile;
@@ -216,7 +216,7 @@ struct State<'a> {
     /// Marked frames by name, and their pseudo-image.
     markers: HashMap<String, FrameRun>,
     marker_image: Option<usize>,
-    unwind_stats: unwind::UnwindStats,
+    unwind_stats: call_paths::UnwindStats,
     clock: timeline::Clock,
     switches: off_cpu::Switches,
 }
@@ -312,7 +312,7 @@ impl<'a> State<'a> {
             cfis: HashMap::new(),
             markers: HashMap::new(),
             marker_image: None,
-            unwind_stats: unwind::UnwindStats::default(),
+            unwind_stats: call_paths::UnwindStats::default(),
             clock: timeline::Clock::new(
                 capture
                     .manifest
