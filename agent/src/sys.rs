@@ -3,8 +3,6 @@
 //! perf.data, whose readers (perf 6.1) only accept attributes up to `PERF_ATTR_SIZE_VER7`.
 
 use std::io;
-#[allow(unused_imports)] // in the prelude since 1.80; the MSRV is 1.75
-use std::mem::size_of;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// `sizeof(struct perf_event_attr)` as written to the kernel and to perf.data (VER7).
