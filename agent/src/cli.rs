@@ -59,11 +59,7 @@ pub const DEFAULT_MIN_FREE: u64 = 16 << 20;
 /// by default because the archive is what a board stores and sends: 7-8x smaller perf.data
 /// for dwarf captures, at less CPU than the gzip pass it replaces (docs/performance.md).
 pub const DEFAULT_COMPRESSION: Option<i32> = Some(1);
-/// perf's default `--call-graph dwarf` stack dump size.
-pub const DEFAULT_STACK_USER: u32 = 8192;
-/// The largest stack dump: the kernel's sample size is a u16, so perf caps the dump at
-/// `round_down(USHRT_MAX, 8)`.
-pub const MAX_STACK_USER: u32 = 65528;
+pub use kprof_capture::perf_abi::{DEFAULT_STACK_USER, MAX_STACK_USER};
 
 /// How call chains are recorded (`-g`, `--call-graph`), with perf's meaning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

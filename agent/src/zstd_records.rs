@@ -12,8 +12,8 @@ use std::io::{self, Write};
 
 use zstd_safe::{zstd_sys::ZSTD_EndDirective, CCtx, CParameter, InBuffer, OutBuffer};
 
-/// `PERF_RECORD_COMPRESSED`.
-pub const RECORD_COMPRESSED: u32 = 81;
+pub use kprof_capture::perf_abi::RECORD_COMPRESSED;
+
 const HEADER: usize = 8;
 /// perf's limit for one compressed record's payload (`PERF_SAMPLE_MAX_SIZE` less the header
 /// and one byte): the header's size field is a u16.

@@ -10,6 +10,7 @@ pub mod build_id;
 pub mod info;
 pub mod listing;
 pub mod manifest;
+pub mod perf_abi;
 
 pub use manifest::{Manifest, ManifestError};
 

@@ -91,8 +91,7 @@ pub enum CallGraph {
     },
 }
 
-/// The agent's (and perf's) largest user stack copy: a sample's size is a u16.
-const MAX_STACK_USER: u32 = 65528;
+use kprof_capture::perf_abi::MAX_STACK_USER;
 
 impl FromStr for CallGraph {
     type Err = String;

@@ -4,6 +4,8 @@
 
 use std::io::{BufReader, Read, Seek, SeekFrom};
 
+use kprof_capture::perf_abi::{RECORD_COMPRESSED, RECORD_COMPRESSED2};
+
 use super::header::{
     cmdline_fits, event_desc_fits, u16_at, u32_at, u64_at, Section, FEATURE_CMDLINE,
     FEATURE_EVENT_DESC,
@@ -13,10 +15,6 @@ use super::header::{
 /// the record, and linux-perf-data sizes a buffer to it before reading them.
 const RECORD_AUXTRACE: u32 = 71;
 
-/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2` (perf 6.15 on): zstd data, after a
-/// u64 of its length in the second.
-const RECORD_COMPRESSED: u32 = 81;
-const RECORD_COMPRESSED2: u32 = 83;
 /// `PERF_RECORD_HEADER_FEATURE`: a feature section, in pipe mode.
 const RECORD_HEADER_FEATURE: u32 = 80;
 
