@@ -54,7 +54,7 @@ impl std::fmt::Display for Unread {
 /// owner can replace: a FIFO must not block the agent and a device must not even be opened
 /// (opening /dev/watchdog arms it). So the path is opened with `O_PATH` first, which opens
 /// nothing behind it, and only a regular file is opened for reading; at most
-/// [`MAX_FILE_BYTES`] are read.
+/// `MAX_FILE_BYTES` are read.
 pub fn elf_build_id(path: &Path) -> Result<Option<Vec<u8>>, Unread> {
     let f = open_regular(path)?;
     let mut r = Bounded {

@@ -39,7 +39,7 @@ pub fn write(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     Ok(())
 }
 
-/// [`write`], gzip-compressed: the profiler opens `.json.gz` files as they are, and a
+/// [`write()`], gzip-compressed: the profiler opens `.json.gz` files as they are, and a
 /// profile of a million samples shrinks about tenfold.
 pub fn write_gzip(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
     let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());

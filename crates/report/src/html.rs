@@ -54,7 +54,7 @@ pub fn write(
     write_with(profile, annotation, &Options::default(), out)
 }
 
-/// [`write`] with [`Options`].
+/// [`write()`] with [`Options`].
 pub fn write_with(
     profile: &Profile,
     annotation: Option<&Annotation>,

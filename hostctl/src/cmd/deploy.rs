@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 pub struct DeployArgs {
     /// The board: [user@]host[:port] or an ~/.ssh/config alias.
+    // The text is clap's help, where brackets mean optional parts, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(value_name = "TARGET")]
     pub target: String,
     /// The agent binary to install (default: $KPROF_AGENT, or the static kprof-agent built by

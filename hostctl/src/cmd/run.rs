@@ -14,6 +14,8 @@ use kprof_capture::info::BoardInfo;
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The board: [user@]host[:port] or an ~/.ssh/config alias.
+    // The text is clap's help, where brackets mean optional parts, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(value_name = "TARGET")]
     pub target: String,
     /// Event(s) to sample, as kprof-agent names them (cpu-clock, cycles, r03/period=10000/...).
