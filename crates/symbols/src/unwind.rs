@@ -4,8 +4,9 @@
 //!
 //! Sans-IO (unlike the file-opening parts of the library, docs/architecture.md): a [`Cfi`] is
 //! built from the bytes of an ELF file the caller read, a [`ProcessUnwinder`] asks the caller
-//! where each address is mapped ([`Place`]). An unwind ends at the root of the stack, where the copied stack runs out
-//! ([`End::Truncated`]) or at code without CFI ([`End::NoUnwindInfo`]): framehop's guess by
+//! where each address is mapped ([`Place`]). An unwind ends at the root of the stack, where
+//! the copied stack runs out ([`End::Truncated`]) or at code without CFI
+//! ([`End::NoUnwindInfo`]): framehop's guess by
 //! frame pointer is never taken for code without CFI, so a path is cut short rather than
 //! continued with invented callers.
 
