@@ -505,8 +505,6 @@ fn fetch_ctrl_c_keeps_part_exits_130() {
     assert!(!err.contains("panicked"), "{err}");
     let cut_at = std::fs::metadata(&part).unwrap().len();
     assert!(cut_at > 0 && cut_at < data.len() as u64, "{cut_at}");
-    // As an older kprofctl left it (0644 by umask): resuming makes it private again.
-    std::fs::set_permissions(&part, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     assert_eq!(mode(&part), 0o600);
 
     let (ok, _, err) = outcome(&mut fetch_from(&client, &sshd.target(), &[], &caps));
