@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use kprof_capture::build_id;
+use kprof_capture::{build_id, bytes};
 
 const PT_NOTE: u32 = 4;
 const SHT_NOTE: u32 = 7;
@@ -151,28 +151,13 @@ struct Ident {
 
 impl Ident {
     fn u16(&self, b: &[u8], o: usize) -> Option<u64> {
-        let a: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
-        Some(if self.be {
-            u16::from_be_bytes(a)
-        } else {
-            u16::from_le_bytes(a)
-        } as u64)
+        bytes::u16_at(b, o, self.be).map(u64::from)
     }
     fn u32(&self, b: &[u8], o: usize) -> Option<u64> {
-        let a: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
-        Some(if self.be {
-            u32::from_be_bytes(a)
-        } else {
-            u32::from_le_bytes(a)
-        } as u64)
+        bytes::u32_at(b, o, self.be).map(u64::from)
     }
     fn u64(&self, b: &[u8], o: usize) -> Option<u64> {
-        let a: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
-        Some(if self.be {
-            u64::from_be_bytes(a)
-        } else {
-            u64::from_le_bytes(a)
-        })
+        bytes::u64_at(b, o, self.be)
     }
     /// Reads an address-sized field (`Elf32_Addr`/`Elf64_Off`...).
     fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {

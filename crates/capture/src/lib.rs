@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod build_id;
+pub mod bytes;
 pub mod info;
 pub mod listing;
 pub mod manifest;

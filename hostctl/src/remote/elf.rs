@@ -38,30 +38,9 @@ pub fn parse(bytes: &[u8]) -> Result<ElfKind, String> {
         2 => true,
         d => return Err(format!("unknown ELF byte order {d}")),
     };
-    let u16_at = |off: usize| -> Option<u64> {
-        let b: [u8; 2] = bytes.get(off..off + 2)?.try_into().ok()?;
-        Some(u64::from(if big_endian {
-            u16::from_be_bytes(b)
-        } else {
-            u16::from_le_bytes(b)
-        }))
-    };
-    let u32_at = |off: usize| -> Option<u64> {
-        let b: [u8; 4] = bytes.get(off..off + 4)?.try_into().ok()?;
-        Some(u64::from(if big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }))
-    };
-    let u64_at = |off: usize| -> Option<u64> {
-        let b: [u8; 8] = bytes.get(off..off + 8)?.try_into().ok()?;
-        Some(if big_endian {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
-        })
-    };
+    let u16_at = |off: usize| kprof_capture::bytes::u16_at(bytes, off, big_endian).map(u64::from);
+    let u32_at = |off: usize| kprof_capture::bytes::u32_at(bytes, off, big_endian).map(u64::from);
+    let u64_at = |off: usize| kprof_capture::bytes::u64_at(bytes, off, big_endian);
     let word_at = |off: usize| if is_64 { u64_at(off) } else { u32_at(off) };
     let e_type = u16_at(16).ok_or("truncated ELF header")?;
     if e_type != 2 && e_type != 3 {
