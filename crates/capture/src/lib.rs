@@ -8,6 +8,7 @@
 
 pub mod build_id;
 pub mod bytes;
+pub mod elf;
 pub mod info;
 pub mod listing;
 pub mod manifest;
