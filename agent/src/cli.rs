@@ -59,6 +59,7 @@ pub const DEFAULT_MIN_FREE: u64 = 16 << 20;
 /// by default because the archive is what a board stores and sends: 7-8x smaller perf.data
 /// for dwarf captures, at less CPU than the gzip pass it replaces (docs/performance.md).
 pub const DEFAULT_COMPRESSION: Option<i32> = Some(1);
+use kprof_capture::perf_abi::{self, CallGraphError, CallGraphSpec};
 pub use kprof_capture::perf_abi::{DEFAULT_STACK_USER, MAX_STACK_USER};
 
 /// How call chains are recorded (`-g`, `--call-graph`), with perf's meaning.
@@ -72,37 +73,25 @@ pub enum CallGraph {
 }
 
 impl CallGraph {
-    /// Parses `fp`, `dwarf` or `dwarf,SIZE` as `perf record --call-graph` does, except that a
-    /// SIZE perf would round up to a multiple of 8 is refused: the kernel requires the
-    /// multiple, and saying so beats recording a size nobody wrote.
+    /// Parses `fp`, `dwarf` or `dwarf,SIZE` by kprof-capture's rules
+    /// ([`perf_abi::parse_call_graph`]); `dwarf` alone is [`DEFAULT_STACK_USER`].
     pub fn parse(v: &str) -> Result<CallGraph, Error> {
-        let (mode, size) = match v.split_once(',') {
-            Some((m, s)) => (m, Some(s)),
-            None => (v, None),
-        };
-        match (mode, size) {
-            ("fp", None) => Ok(CallGraph::Fp),
-            ("dwarf", None) => Ok(CallGraph::Dwarf {
-                stack_size: DEFAULT_STACK_USER,
+        match perf_abi::parse_call_graph(v) {
+            Ok(CallGraphSpec::Fp) => Ok(CallGraph::Fp),
+            Ok(CallGraphSpec::Dwarf { stack_size }) => Ok(CallGraph::Dwarf {
+                stack_size: stack_size.unwrap_or(DEFAULT_STACK_USER),
             }),
-            ("dwarf", Some(s)) => {
-                let n: u32 = s.parse().map_err(|_| {
-                    usage(format!(
-                        "option --call-graph: stack size `{s}` is not a number of bytes"
-                    ))
-                })?;
-                if n == 0 || n % 8 != 0 || n > MAX_STACK_USER {
-                    return Err(usage(format!(
-                        "option --call-graph: stack size {n} must be a multiple of 8 \
-                         between 8 and {MAX_STACK_USER} bytes"
-                    )));
-                }
-                Ok(CallGraph::Dwarf { stack_size: n })
-            }
-            ("fp", Some(_)) => Err(usage(
+            Err(CallGraphError::SizeNotANumber(s)) => Err(usage(format!(
+                "option --call-graph: stack size `{s}` is not a number of bytes"
+            ))),
+            Err(CallGraphError::SizeOutOfRange(n)) => Err(usage(format!(
+                "option --call-graph: stack size {n} must be a multiple of 8 \
+                 between 8 and {MAX_STACK_USER} bytes"
+            ))),
+            Err(CallGraphError::FpTakesNoSize) => Err(usage(
                 "option --call-graph: `fp` takes no size (fp or dwarf[,SIZE])",
             )),
-            _ => Err(usage(format!(
+            Err(CallGraphError::NotAMode) => Err(usage(format!(
                 "option --call-graph: `{v}` is not a call graph mode (fp or dwarf[,SIZE])"
             ))),
         }

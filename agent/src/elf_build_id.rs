@@ -8,7 +8,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use kprof_capture::build_id;
+use kprof_capture::elf::ElfHeader;
+use kprof_capture::{build_id, bytes};
 
 const PT_NOTE: u32 = 4;
 const SHT_NOTE: u32 = 7;
@@ -150,37 +151,11 @@ struct Ident {
 }
 
 impl Ident {
-    fn u16(&self, b: &[u8], o: usize) -> Option<u64> {
-        let a: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
-        Some(if self.be {
-            u16::from_be_bytes(a)
-        } else {
-            u16::from_le_bytes(a)
-        } as u64)
-    }
     fn u32(&self, b: &[u8], o: usize) -> Option<u64> {
-        let a: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
-        Some(if self.be {
-            u32::from_be_bytes(a)
-        } else {
-            u32::from_le_bytes(a)
-        } as u64)
+        bytes::u32_at(b, o, self.be).map(u64::from)
     }
     fn u64(&self, b: &[u8], o: usize) -> Option<u64> {
-        let a: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
-        Some(if self.be {
-            u64::from_be_bytes(a)
-        } else {
-            u64::from_le_bytes(a)
-        })
-    }
-    /// Reads an address-sized field (`Elf32_Addr`/`Elf64_Off`...).
-    fn word(&self, b: &[u8], o32: usize, o64: usize) -> Option<u64> {
-        if self.is64 {
-            self.u64(b, o64)
-        } else {
-            self.u32(b, o32)
-        }
+        bytes::u64_at(b, o, self.be)
     }
 }
 
@@ -197,33 +172,15 @@ fn read_at<R: Read + Seek>(r: &mut R, off: u64, len: u64) -> Option<Vec<u8>> {
 /// Build-id of an ELF image behind any seekable reader; `None` for anything malformed.
 pub fn elf_build_id_from<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
     let eh = read_at(r, 0, 64).or_else(|| read_at(r, 0, 52))?;
-    if eh.get(0..4)? != b"\x7fELF" {
-        return None;
-    }
+    let h = ElfHeader::parse(&eh).ok()?;
     let id = Ident {
-        is64: match eh[4] {
-            1 => false,
-            2 => true,
-            _ => return None,
-        },
-        be: match eh[5] {
-            1 => false,
-            2 => true,
-            _ => return None,
-        },
+        is64: h.is_64,
+        be: h.big_endian,
     };
-    let phoff = id.word(&eh, 28, 32)?;
-    let shoff = id.word(&eh, 32, 40)?;
-    let (phentsize, phnum) = if id.is64 {
-        (id.u16(&eh, 54)?, id.u16(&eh, 56)?)
-    } else {
-        (id.u16(&eh, 42)?, id.u16(&eh, 44)?)
-    };
-    let (shentsize, shnum) = if id.is64 {
-        (id.u16(&eh, 58)?, id.u16(&eh, 60)?)
-    } else {
-        (id.u16(&eh, 46)?, id.u16(&eh, 48)?)
-    };
+    let ph = h.program_headers(&eh)?;
+    let sh = h.section_headers(&eh)?;
+    let (phoff, phentsize, phnum) = (ph.offset, u64::from(ph.entsize), u64::from(ph.count));
+    let (shoff, shentsize, shnum) = (sh.offset, u64::from(sh.entsize), u64::from(sh.count));
     let mut from_segments = || -> Option<Vec<u8>> {
         let min = if id.is64 { 56 } else { 32 };
         if phoff == 0 || phentsize < min || phnum as usize > MAX_HEADERS {

@@ -15,14 +15,7 @@ const MAX_BUILD_ID: usize = crate::manifest::MAX_BUILD_ID_DIGITS / 2;
 /// (4, or 8 for some 64-bit `PT_NOTE` segments; anything else is taken as 4).
 pub fn in_notes(data: &[u8], big_endian: bool, align: usize) -> Option<&[u8]> {
     let align = if align == 8 { 8 } else { 4 };
-    let rd = |o: usize| -> Option<u32> {
-        let b: [u8; 4] = data.get(o..o.checked_add(4)?)?.try_into().ok()?;
-        Some(if big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
-    };
+    let rd = |o: usize| crate::bytes::u32_at(data, o, big_endian);
     let up = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
     let mut off = 0usize;
     while off + 12 <= data.len() {

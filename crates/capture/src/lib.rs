@@ -7,6 +7,8 @@
 #![warn(missing_docs)]
 
 pub mod build_id;
+pub mod bytes;
+pub mod elf;
 pub mod info;
 pub mod listing;
 pub mod manifest;

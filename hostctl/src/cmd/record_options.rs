@@ -91,25 +91,23 @@ pub enum CallGraph {
     },
 }
 
-use kprof_capture::perf_abi::MAX_STACK_USER;
+use kprof_capture::perf_abi::{self, CallGraphError, CallGraphSpec, MAX_STACK_USER};
 
 impl FromStr for CallGraph {
     type Err = String;
 
     fn from_str(s: &str) -> Result<CallGraph, String> {
-        let invalid = || format!("`{s}` is not a call graph mode (fp or dwarf[,SIZE])");
-        match s.split_once(',') {
-            None if s == "fp" => Ok(CallGraph::Fp),
-            None if s == "dwarf" => Ok(CallGraph::Dwarf { stack_size: None }),
-            Some(("dwarf", size)) => match size.parse::<u32>() {
-                Ok(n) if n > 0 && n % 8 == 0 && n <= MAX_STACK_USER => Ok(CallGraph::Dwarf {
-                    stack_size: Some(n),
-                }),
-                _ => Err(format!(
+        match perf_abi::parse_call_graph(s) {
+            Ok(CallGraphSpec::Fp) => Ok(CallGraph::Fp),
+            Ok(CallGraphSpec::Dwarf { stack_size }) => Ok(CallGraph::Dwarf { stack_size }),
+            Err(CallGraphError::SizeNotANumber(_) | CallGraphError::SizeOutOfRange(_)) => {
+                Err(format!(
                     "`{s}`: the stack size must be a multiple of 8 between 8 and {MAX_STACK_USER} bytes"
-                )),
-            },
-            _ => Err(invalid()),
+                ))
+            }
+            Err(CallGraphError::NotAMode | CallGraphError::FpTakesNoSize) => Err(format!(
+                "`{s}` is not a call graph mode (fp or dwarf[,SIZE])"
+            )),
         }
     }
 }

@@ -23,60 +23,28 @@ impl ElfKind {
     }
 }
 
+use kprof_capture::elf::{ElfHeader, ElfHeaderError};
+
 /// Parses the header; the error says why the bytes are not a usable executable.
 pub fn parse(bytes: &[u8]) -> Result<ElfKind, String> {
-    if bytes.len() < 52 || &bytes[..4] != b"\x7fELF" {
-        return Err("not an ELF file".into());
-    }
-    let is_64 = match bytes[4] {
-        1 => false,
-        2 => true,
-        c => return Err(format!("unknown ELF class {c}")),
-    };
-    let big_endian = match bytes[5] {
-        1 => false,
-        2 => true,
-        d => return Err(format!("unknown ELF byte order {d}")),
-    };
-    let u16_at = |off: usize| -> Option<u64> {
-        let b: [u8; 2] = bytes.get(off..off + 2)?.try_into().ok()?;
-        Some(u64::from(if big_endian {
-            u16::from_be_bytes(b)
-        } else {
-            u16::from_le_bytes(b)
-        }))
-    };
-    let u32_at = |off: usize| -> Option<u64> {
-        let b: [u8; 4] = bytes.get(off..off + 4)?.try_into().ok()?;
-        Some(u64::from(if big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }))
-    };
-    let u64_at = |off: usize| -> Option<u64> {
-        let b: [u8; 8] = bytes.get(off..off + 8)?.try_into().ok()?;
-        Some(if big_endian {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
-        })
-    };
-    let word_at = |off: usize| if is_64 { u64_at(off) } else { u32_at(off) };
-    let e_type = u16_at(16).ok_or("truncated ELF header")?;
+    let h = ElfHeader::parse(bytes).map_err(|e| match e {
+        ElfHeaderError::NotElf => "not an ELF file".to_owned(),
+        ElfHeaderError::Class(c) => format!("unknown ELF class {c}"),
+        ElfHeaderError::ByteOrder(d) => format!("unknown ELF byte order {d}"),
+    })?;
+    let (is_64, big_endian) = (h.is_64, h.big_endian);
+    let u32_at = |off: usize| kprof_capture::bytes::u32_at(bytes, off, big_endian);
+    let word_at = |o32: usize, o64: usize| h.word(bytes, o32, o64);
+    let e_type = h.e_type;
     if e_type != 2 && e_type != 3 {
         return Err(format!("ELF type {e_type} is not an executable"));
     }
-    let machine = u16_at(18).ok_or("truncated ELF header")? as u16;
-    let (phoff, phentsize, phnum) = if is_64 {
-        (u64_at(32), u16_at(54), u16_at(56))
-    } else {
-        (u32_at(28), u16_at(42), u16_at(44))
-    };
+    let machine = h.machine;
+    let table = h.program_headers(bytes).ok_or("truncated ELF header")?;
     let (phoff, phentsize, phnum) = (
-        phoff.ok_or("truncated ELF header")? as usize,
-        phentsize.ok_or("truncated ELF header")? as usize,
-        phnum.ok_or("truncated ELF header")? as usize,
+        table.offset as usize,
+        usize::from(table.entsize),
+        usize::from(table.count),
     );
     let mut interpreter = None;
     for i in 0..phnum.min(512) {
@@ -85,11 +53,7 @@ pub fn parse(bytes: &[u8]) -> Result<ElfKind, String> {
         if p_type != 3 {
             continue;
         }
-        let (off, size) = if is_64 {
-            (word_at(ph + 8), word_at(ph + 32))
-        } else {
-            (word_at(ph + 4), word_at(ph + 16))
-        };
+        let (off, size) = (word_at(ph + 4, ph + 8), word_at(ph + 16, ph + 32));
         let (off, size) = (off.unwrap_or(0) as usize, size.unwrap_or(0) as usize);
         let name = bytes
             .get(off..off.saturating_add(size))

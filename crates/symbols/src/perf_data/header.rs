@@ -279,35 +279,9 @@ pub(super) fn event_desc_fits(b: &[u8], big_endian: bool) -> Option<()> {
     Some(())
 }
 
-fn bytes_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
-    b.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-
-pub(super) fn u16_at(b: &[u8], at: usize, big_endian: bool) -> Option<u16> {
-    let a = bytes_at(b, at)?;
-    Some(if big_endian {
-        u16::from_be_bytes(a)
-    } else {
-        u16::from_le_bytes(a)
-    })
-}
+pub(super) use kprof_capture::bytes::{u16_at, u64_at};
 
 /// A u32 count or length, as the `usize` it is used as.
 pub(super) fn u32_at(b: &[u8], at: usize, big_endian: bool) -> Option<usize> {
-    let a = bytes_at(b, at)?;
-    let v = if big_endian {
-        u32::from_be_bytes(a)
-    } else {
-        u32::from_le_bytes(a)
-    };
-    usize::try_from(v).ok()
-}
-
-pub(super) fn u64_at(b: &[u8], at: usize, big_endian: bool) -> Option<u64> {
-    let a = bytes_at(b, at)?;
-    Some(if big_endian {
-        u64::from_be_bytes(a)
-    } else {
-        u64::from_le_bytes(a)
-    })
+    usize::try_from(kprof_capture::bytes::u32_at(b, at, big_endian)?).ok()
 }

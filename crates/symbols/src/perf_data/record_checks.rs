@@ -37,13 +37,11 @@ fn callchain_fits(record: &RawEventRecord<'_>) -> bool {
         return true;
     }
     let data = record.data.as_slice();
-    let u64_at = |at: usize| -> Option<u64> {
-        let b: [u8; 8] = data.get(at..at.checked_add(8)?)?.try_into().ok()?;
-        Some(match record.parse_info.endian {
-            linux_perf_data::Endianness::LittleEndian => u64::from_le_bytes(b),
-            linux_perf_data::Endianness::BigEndian => u64::from_be_bytes(b),
-        })
-    };
+    let big_endian = matches!(
+        record.parse_info.endian,
+        linux_perf_data::Endianness::BigEndian
+    );
+    let u64_at = |at: usize| kprof_capture::bytes::u64_at(&data, at, big_endian);
     let mut at = [
         F::IDENTIFIER,
         F::IP,
