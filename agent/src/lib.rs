@@ -20,7 +20,6 @@ pub mod info;
 pub mod perf_data_writer;
 #[allow(missing_docs)]
 pub mod perf_records;
-#[allow(missing_docs)]
 pub mod procfs;
 pub mod record;
 pub mod ring;
