@@ -18,7 +18,6 @@ pub mod gzip;
 pub mod info;
 #[allow(missing_docs)]
 pub mod perf_data_writer;
-#[allow(missing_docs)]
 pub mod perf_records;
 pub mod procfs;
 pub mod record;
