@@ -15,6 +15,7 @@ use crate::gzip::GzStream;
 /// One member of the archive.
 #[derive(Debug)]
 pub enum Member<'a> {
+    /// Deflated, from memory: its name in the archive and its contents.
     Bytes(&'a str, &'a [u8]),
     /// Deflated.
     File(&'a str, &'a Path),

@@ -10,13 +10,17 @@ pub struct EventSpec {
     pub requested: String,
     /// perf's canonical name, written to EVENT_DESC (`cpu-clock`, `r03`, `L1-dcache-load-misses`).
     pub name: String,
+    /// `perf_event_attr.type` (`PERF_TYPE_HARDWARE`, `PERF_TYPE_RAW`, ...).
     pub attr_type: u32,
+    /// `perf_event_attr.config`: which event of that type.
     pub config: u64,
     /// `/period=N/`: a fixed period for this event only.
     pub period: Option<u64>,
     /// `/freq=N/`: a frequency for this event only.
     pub freq: Option<u64>,
+    /// `:k` without `:u`: count kernel mode only.
     pub exclude_user: bool,
+    /// `:u` without `:k`: count user mode only.
     pub exclude_kernel: bool,
 }
 

@@ -20,20 +20,32 @@ const NAME_ALIGN: usize = 64;
 
 /// Feature bits (`HEADER_*` in perf's util/header.h).
 pub mod feat {
+    /// `HEADER_TRACING_DATA`: tracepoint formats.
     pub const TRACING_DATA: u32 = 1;
+    /// `HEADER_BUILD_ID`: build-ids of the images samples hit.
     pub const BUILD_ID: u32 = 2;
+    /// `HEADER_HOSTNAME`: `uname -n`.
     pub const HOSTNAME: u32 = 3;
+    /// `HEADER_OSRELEASE`: `uname -r`.
     pub const OSRELEASE: u32 = 4;
+    /// `HEADER_VERSION`: the recorder's version.
     pub const VERSION: u32 = 5;
+    /// `HEADER_ARCH`: `uname -m`.
     pub const ARCH: u32 = 6;
+    /// `HEADER_NRCPUS`: CPUs available and online.
     pub const NRCPUS: u32 = 7;
+    /// `HEADER_CMDLINE`: the recording command line.
     pub const CMDLINE: u32 = 11;
+    /// `HEADER_EVENT_DESC`: each event's attr, name and ids.
     pub const EVENT_DESC: u32 = 12;
+    /// `HEADER_COMPRESSED`: zstd parameters of the compressed records.
     pub const COMPRESSED: u32 = 27;
 }
 
-/// `perf_event_header.misc` values used in BUILD_ID entries and synthesized maps.
+/// `perf_event_header.misc` values used in BUILD_ID entries and synthesized maps:
+/// `PERF_RECORD_MISC_KERNEL`, the entry is the kernel's or a module's.
 pub const MISC_KERNEL: u16 = 1;
+/// `PERF_RECORD_MISC_USER`: the entry is a user-space image's.
 pub const MISC_USER: u16 = 2;
 const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
 /// perf's `HOST_KERNEL_ID`: the pid that marks host-machine entries.
@@ -42,16 +54,22 @@ pub const HOST_PID: i32 = -1;
 /// One event as it goes into the attrs section and EVENT_DESC.
 #[derive(Debug, Clone)]
 pub struct FileAttr {
+    /// The attr the event was opened with.
     pub attr: PerfEventAttr,
+    /// Its name in EVENT_DESC.
     pub name: String,
+    /// The ids of its opened instances (one per CPU, or per thread).
     pub ids: Vec<u64>,
 }
 
 /// One BUILD_ID feature entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildIdEntry {
+    /// [`MISC_KERNEL`] or [`MISC_USER`].
     pub misc: u16,
+    /// [`HOST_PID`] for the kernel and modules, else the process.
     pub pid: i32,
+    /// The raw build-id bytes.
     pub build_id: Vec<u8>,
     /// `[kernel.kallsyms]`, `[module]` or an absolute path.
     pub filename: String,
@@ -60,13 +78,21 @@ pub struct BuildIdEntry {
 /// The feature sections written after the data.
 #[derive(Debug, Clone, Default)]
 pub struct Features {
+    /// HEADER_HOSTNAME.
     pub hostname: String,
+    /// HEADER_OSRELEASE.
     pub osrelease: String,
+    /// HEADER_VERSION: the agent's version.
     pub version: String,
+    /// HEADER_ARCH.
     pub arch: String,
+    /// HEADER_NRCPUS: CPUs configured on the machine.
     pub nr_cpus_available: u32,
+    /// HEADER_NRCPUS: CPUs online.
     pub nr_cpus_online: u32,
+    /// HEADER_CMDLINE: the argv.
     pub cmdline: Vec<String>,
+    /// HEADER_BUILD_ID.
     pub build_ids: Vec<BuildIdEntry>,
     /// HEADER_TRACING_DATA: the formats of the tracepoints recorded, when any is.
     pub tracing_data: Option<Vec<u8>>,
@@ -93,6 +119,7 @@ pub struct Writer {
 pub struct Cut {
     /// Records in the file after the cut (as written: uncompressed sizes).
     pub kept_records: u64,
+    /// Their bytes before compression.
     pub kept_bytes: u64,
     /// Records handed to the writer that are not in the file.
     pub lost_records: u64,

@@ -3,12 +3,19 @@
 
 use crate::procfs::MapLine;
 
+/// `PERF_RECORD_MMAP`: a mapping, without the file's identity.
 pub const MMAP: u32 = 1;
+/// `PERF_RECORD_LOST`: records the kernel dropped because the ring buffer was full.
 pub const LOST: u32 = 2;
+/// `PERF_RECORD_COMM`: a thread's command name.
 pub const COMM: u32 = 3;
+/// `PERF_RECORD_THROTTLE`: the kernel throttled an event for interrupting too often.
 pub const THROTTLE: u32 = 5;
+/// `PERF_RECORD_SAMPLE`.
 pub const SAMPLE: u32 = 9;
+/// `PERF_RECORD_MMAP2`: a mapping with the file's device, inode and protection.
 pub const MMAP2: u32 = 10;
+/// `PERF_RECORD_LOST_SAMPLES`: how many samples of one event the kernel dropped.
 pub const LOST_SAMPLES: u32 = 13;
 /// perf's user-space record that closes a round of ordered events.
 pub const FINISHED_ROUND: u32 = 68;
@@ -100,10 +107,12 @@ pub fn finished_round() -> [u8; 8] {
     b
 }
 
+/// The native-endian `u32` at `off` in `rec`; `None` past its end.
 pub fn rd_u32(rec: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(rec.get(off..off + 4)?.try_into().ok()?))
 }
 
+/// The native-endian `u64` at `off` in `rec`; `None` past its end.
 pub fn rd_u64(rec: &[u8], off: usize) -> Option<u64> {
     Some(u64::from_ne_bytes(rec.get(off..off + 8)?.try_into().ok()?))
 }
@@ -111,9 +120,24 @@ pub fn rd_u64(rec: &[u8], off: usize) -> Option<u64> {
 /// What a kernel record means for the per-event counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Count {
-    Sample { id: u64 },
-    Lost { id: u64, lost: u64 },
-    Throttle { id: u64 },
+    /// One sample of the event with this id.
+    Sample {
+        /// The event's id (`PERF_SAMPLE_IDENTIFIER`).
+        id: u64,
+    },
+    /// Records or samples of the event with this id lost.
+    Lost {
+        /// The event's id.
+        id: u64,
+        /// How many were lost.
+        lost: u64,
+    },
+    /// The event with this id was throttled.
+    Throttle {
+        /// The event's id.
+        id: u64,
+    },
+    /// Any other record: counts nothing.
     Other,
 }
 

@@ -14,8 +14,11 @@ use crate::elf_build_id;
 /// One line of `/proc/modules`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcModule {
+    /// Module name as the kernel spells it (`snd_hda`).
     pub name: String,
+    /// Size in bytes, as `/proc/modules` gives it.
     pub size: u64,
+    /// Load address; 0 when kptr_restrict hides it.
     pub base: u64,
 }
 
@@ -54,15 +57,25 @@ pub fn kallsyms_lookup(text: &str, name: &str) -> Option<u64> {
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MapLine {
+    /// First address of the mapping.
     pub start: u64,
+    /// First address past the mapping.
     pub end: u64,
+    /// `r` permission.
     pub read: bool,
+    /// `w` permission.
     pub write: bool,
+    /// `x` permission.
     pub exec: bool,
+    /// `s` (shared) rather than `p` (private).
     pub shared: bool,
+    /// Offset in the file of `start`.
     pub offset: u64,
+    /// Major number of the file's device.
     pub major: u32,
+    /// Minor number of the file's device.
     pub minor: u32,
+    /// The file's inode; 0 for anonymous maps.
     pub inode: u64,
     /// Path or pseudo-name (`[vdso]`); empty for anonymous maps.
     pub path: String,
@@ -235,6 +248,7 @@ fn module_name_of_file(file: &str) -> Option<String> {
     (!stem.is_empty()).then(|| stem.replace('-', "_"))
 }
 
+/// The running system's `uname(2)`; empty fields when the call fails.
 pub fn uname() -> Uname {
     // SAFETY: utsname is plain old data; zeroed is a valid value for uname to fill in.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -270,6 +284,7 @@ pub fn kernel(kallsyms: &str, release: &str) -> Kernel {
     }
 }
 
+/// The running kernel's GNU build-id from `/sys/kernel/notes`; `None` when unreadable or absent.
 pub fn kernel_build_id() -> Option<Vec<u8>> {
     elf_build_id::build_id_of_note_file(Path::new("/sys/kernel/notes"))
         .ok()

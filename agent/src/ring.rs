@@ -59,6 +59,7 @@ impl Ring {
         })
     }
 
+    /// The perf event the ring belongs to, for enabling, disabling and polling it.
     pub fn fd(&self) -> &OwnedFd {
         &self.fd
     }

@@ -12,12 +12,15 @@ use crate::{archive, dir_trust, timefmt, Error};
 /// One capture as `list` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Entry {
+    /// The capture id: the archive's file name without the suffix.
     pub id: String,
     /// Start of sampling (manifest), or the file's mtime when the manifest is unreadable.
     pub time: String,
+    /// Size of the archive file in bytes.
     pub size: u64,
     /// The workload's argv joined by spaces; empty for system-wide captures without one.
     pub command: String,
+    /// Where the archive is.
     pub path: PathBuf,
     /// Why the manifest could not be read, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -8,20 +8,34 @@ use std::os::fd::{FromRawFd, OwnedFd};
 /// `sizeof(struct perf_event_attr)` as written to the kernel and to perf.data (VER7).
 pub const ATTR_SIZE: u32 = 128;
 
+/// `PERF_TYPE_HARDWARE`, a `perf_event_attr.type`.
 pub const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_TYPE_SOFTWARE`, a `perf_event_attr.type`.
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_TYPE_HW_CACHE`, a `perf_event_attr.type`.
 pub const PERF_TYPE_HW_CACHE: u32 = 3;
+/// `PERF_TYPE_RAW`, a `perf_event_attr.type`.
 pub const PERF_TYPE_RAW: u32 = 4;
 
+/// `PERF_SAMPLE_IP`, a `sample_type` bit.
 pub const SAMPLE_IP: u64 = 1 << 0;
+/// `PERF_SAMPLE_TID`, a `sample_type` bit.
 pub const SAMPLE_TID: u64 = 1 << 1;
+/// `PERF_SAMPLE_TIME`, a `sample_type` bit.
 pub const SAMPLE_TIME: u64 = 1 << 2;
+/// `PERF_SAMPLE_CALLCHAIN`, a `sample_type` bit.
 pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+/// `PERF_SAMPLE_CPU`, a `sample_type` bit.
 pub const SAMPLE_CPU: u64 = 1 << 7;
+/// `PERF_SAMPLE_PERIOD`, a `sample_type` bit.
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
+/// `PERF_SAMPLE_REGS_USER`, a `sample_type` bit.
 pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+/// `PERF_SAMPLE_STACK_USER`, a `sample_type` bit.
 pub const SAMPLE_STACK_USER: u64 = 1 << 13;
+/// `PERF_SAMPLE_IDENTIFIER`, a `sample_type` bit.
 pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+/// `PERF_SAMPLE_REGS_INTR`, a `sample_type` bit.
 pub const SAMPLE_REGS_INTR: u64 = 1 << 18;
 
 /// The user registers perf samples for DWARF unwinding (`PERF_REGS_MASK` in
@@ -42,24 +56,40 @@ pub const DWARF_REGS_USER: u64 = 0;
 /// cannot show.
 pub const ARM64_REGS_INTR_LR_SP_PC: u64 = (1 << 30) | (1 << 31) | (1 << 32);
 
+/// `PERF_FORMAT_ID`, a `read_format` bit: read(2) returns the event id too.
 pub const FORMAT_ID: u64 = 1 << 2;
 
 /// Bit positions in the flags word of `perf_event_attr`.
 pub mod flag {
+    /// The `disabled` bit of `perf_event_attr`.
     pub const DISABLED: u64 = 1 << 0;
+    /// The `inherit` bit of `perf_event_attr`.
     pub const INHERIT: u64 = 1 << 1;
+    /// The `exclude_user` bit of `perf_event_attr`.
     pub const EXCLUDE_USER: u64 = 1 << 4;
+    /// The `exclude_kernel` bit of `perf_event_attr`.
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    /// The `exclude_hv` bit of `perf_event_attr`.
     pub const EXCLUDE_HV: u64 = 1 << 6;
+    /// The `mmap` bit of `perf_event_attr`.
     pub const MMAP: u64 = 1 << 8;
+    /// The `comm` bit of `perf_event_attr`.
     pub const COMM: u64 = 1 << 9;
+    /// The `freq` bit of `perf_event_attr`.
     pub const FREQ: u64 = 1 << 10;
+    /// The `task` bit of `perf_event_attr`.
     pub const TASK: u64 = 1 << 13;
+    /// The `watermark` bit of `perf_event_attr`.
     pub const WATERMARK: u64 = 1 << 14;
+    /// The `mmap_data` bit of `perf_event_attr`.
     pub const MMAP_DATA: u64 = 1 << 17;
+    /// The `sample_id_all` bit of `perf_event_attr`.
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    /// The `exclude_callchain_user` bit of `perf_event_attr`.
     pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+    /// The `mmap2` bit of `perf_event_attr`.
     pub const MMAP2: u64 = 1 << 23;
+    /// The `comm_exec` bit of `perf_event_attr`.
     pub const COMM_EXEC: u64 = 1 << 24;
 }
 
@@ -73,29 +103,49 @@ const FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PerfEventAttr {
+    /// `perf_event_attr.type`.
     pub type_: u32,
+    /// `perf_event_attr.size`.
     pub size: u32,
+    /// `perf_event_attr.config`.
     pub config: u64,
     /// `sample_period`, or `sample_freq` when [`flag::FREQ`] is set.
     pub sample_period_or_freq: u64,
+    /// `perf_event_attr.sample_type`.
     pub sample_type: u64,
+    /// `perf_event_attr.read_format`.
     pub read_format: u64,
+    /// The bitfield word of `perf_event_attr` (`disabled` ... ): [`flag`] bits.
     pub flags: u64,
     /// `wakeup_events`, or `wakeup_watermark` (bytes) when [`flag::WATERMARK`] is set.
     pub wakeup: u32,
+    /// `perf_event_attr.bp_type`.
     pub bp_type: u32,
+    /// `perf_event_attr.config1`.
     pub config1: u64,
+    /// `perf_event_attr.config2`.
     pub config2: u64,
+    /// `perf_event_attr.branch_sample_type`.
     pub branch_sample_type: u64,
+    /// `perf_event_attr.sample_regs_user`.
     pub sample_regs_user: u64,
+    /// `perf_event_attr.sample_stack_user`.
     pub sample_stack_user: u32,
+    /// `perf_event_attr.clockid`.
     pub clockid: i32,
+    /// `perf_event_attr.sample_regs_intr`.
     pub sample_regs_intr: u64,
+    /// `perf_event_attr.aux_watermark`.
     pub aux_watermark: u32,
+    /// `perf_event_attr.sample_max_stack`.
     pub sample_max_stack: u16,
+    /// `perf_event_attr.reserved_2`.
     pub reserved_2: u16,
+    /// `perf_event_attr.aux_sample_size`.
     pub aux_sample_size: u32,
+    /// `perf_event_attr.reserved_3`.
     pub reserved_3: u32,
+    /// `perf_event_attr.sig_data`.
     pub sig_data: u64,
 }
 
@@ -171,10 +221,12 @@ fn ioctl(fd: libc::c_int, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<
     }
 }
 
+/// `PERF_EVENT_IOC_ENABLE`: starts counting.
 pub fn enable(fd: libc::c_int) -> io::Result<()> {
     ioctl(fd, IOC_ENABLE, 0)
 }
 
+/// `PERF_EVENT_IOC_DISABLE`: stops counting.
 pub fn disable(fd: libc::c_int) -> io::Result<()> {
     ioctl(fd, IOC_DISABLE, 0)
 }
@@ -218,6 +270,7 @@ pub fn kernel_sysctl(name: &str) -> Option<i64> {
         .ok()
 }
 
+/// The system page size, the unit of ring-buffer sizes.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };

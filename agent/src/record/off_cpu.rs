@@ -62,30 +62,55 @@ pub(super) fn find() -> Result<Tracepoint, Error> {
     )))
 }
 
+/// Why one tracefs candidate does not offer the tracepoint; `find` lists one per candidate.
+#[derive(Debug)]
+enum ProbeError {
+    NoDirectory,
+    MountFailed(io::Error),
+    NoEvents,
+    ReadId(io::Error),
+    BadId(String),
+    Format(io::Error),
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::NoDirectory => f.write_str("no such directory"),
+            ProbeError::MountFailed(e) => {
+                write!(f, "tracefs not mounted, and mounting it failed: {e}")
+            }
+            ProbeError::NoEvents => f.write_str(
+                "no events/ directory (not a tracefs, or a kernel without event tracing)",
+            ),
+            ProbeError::ReadId(e) => write!(
+                f,
+                "cannot read {SWITCH_ID} ({e}): a kernel without sched tracepoints"
+            ),
+            ProbeError::BadId(held) => write!(f, "{SWITCH_ID} holds `{held}`, not an id"),
+            ProbeError::Format(e) => write!(f, "cannot read its format: {e}"),
+        }
+    }
+}
+
 /// Reads the tracepoint's id and format under `dir`, mounting tracefs there first when `dir`
 /// is the usual tracefs mount point and is empty.
-fn probe(dir: &Path) -> Result<Tracepoint, String> {
+fn probe(dir: &Path) -> Result<Tracepoint, ProbeError> {
     if !dir.is_dir() {
-        return Err("no such directory".into());
+        return Err(ProbeError::NoDirectory);
     }
     if dir == Path::new(TRACEFS) && !dir.join("events").exists() {
-        mount_tracefs(dir)
-            .map_err(|e| format!("tracefs not mounted, and mounting it failed: {e}"))?;
+        mount_tracefs(dir).map_err(ProbeError::MountFailed)?;
     }
     if !dir.join("events").is_dir() {
-        return Err(
-            "no events/ directory (not a tracefs, or a kernel without event tracing)".into(),
-        );
+        return Err(ProbeError::NoEvents);
     }
-    let id_path = dir.join(SWITCH_ID);
-    let id = fs::read_to_string(&id_path).map_err(|e| {
-        format!("cannot read {SWITCH_ID} ({e}): a kernel without sched tracepoints")
-    })?;
+    let id = fs::read_to_string(dir.join(SWITCH_ID)).map_err(ProbeError::ReadId)?;
     let id: u64 = id
         .trim()
         .parse()
-        .map_err(|_| format!("{SWITCH_ID} holds `{}`, not an id", id.trim()))?;
-    let tracing_data = tracing_data(dir).map_err(|e| format!("cannot read its format: {e}"))?;
+        .map_err(|_| ProbeError::BadId(id.trim().to_string()))?;
+    let tracing_data = tracing_data(dir).map_err(ProbeError::Format)?;
     Ok(Tracepoint {
         tracefs: dir.to_path_buf(),
         id,
@@ -176,10 +201,10 @@ mod tests {
     fn probe_tracefs_wrong_dir_named() {
         let dir = std::env::temp_dir().join(format!("kprof-no-tracefs-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let e = probe(&dir).unwrap_err();
+        let e = probe(&dir).unwrap_err().to_string();
         assert!(e.contains("no events/ directory"), "{e}");
         fs::create_dir_all(dir.join("events/sched/sched_switch")).unwrap();
-        let e = probe(&dir).unwrap_err();
+        let e = probe(&dir).unwrap_err().to_string();
         assert!(e.contains(SWITCH_ID), "{e}");
         fs::remove_dir_all(&dir).unwrap();
     }

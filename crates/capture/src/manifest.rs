@@ -180,7 +180,7 @@ impl Manifest {
             return Err(invalid(
                 "perf_data.sha256",
                 sha,
-                "is not 64 lowercase hex digits".into(),
+                "is not 64 lowercase hex digits",
             ));
         }
         Ok(())
@@ -211,27 +211,48 @@ fn shown(value: &str) -> String {
     }
 }
 
-fn invalid(field: &str, value: &str, why: String) -> ManifestError {
+fn invalid(field: &str, value: &str, why: impl std::fmt::Display) -> ManifestError {
     ManifestError::Invalid {
         field: field.to_string(),
         why: format!("{} {why}", shown(value)),
     }
 }
 
+/// Why a string is not a build-id; reads after the value (`"xy" is not lowercase hex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadBuildId {
+    /// Empty, or a character other than `0-9a-f`.
+    NotLowerHex,
+    /// An odd number of hex digits (this many): not whole bytes.
+    OddDigits(usize),
+    /// More hex digits (this many) than any build-id has.
+    TooLong(usize),
+}
+
+impl std::fmt::Display for BadBuildId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadBuildId::NotLowerHex => f.write_str("is not lowercase hex"),
+            BadBuildId::OddDigits(n) => write!(f, "has an odd number of hex digits ({n})"),
+            BadBuildId::TooLong(n) => write!(
+                f,
+                "has {n} hex digits, more than the {MAX_BUILD_ID_DIGITS} of any build-id"
+            ),
+        }
+    }
+}
+
 /// A GNU build-id as perf and debuginfod spell it: lowercase hex, whole bytes, not too long.
 /// Both look files up under `.build-id/XX/REST`, so anything else would make a path of it.
-pub fn check_build_id(id: &str) -> Result<(), String> {
+pub fn check_build_id(id: &str) -> Result<(), BadBuildId> {
     if id.is_empty() || !is_lower_hex(id) {
-        return Err("is not lowercase hex".into());
+        return Err(BadBuildId::NotLowerHex);
     }
     if id.len() % 2 != 0 {
-        return Err(format!("has an odd number of hex digits ({})", id.len()));
+        return Err(BadBuildId::OddDigits(id.len()));
     }
     if id.len() > MAX_BUILD_ID_DIGITS {
-        return Err(format!(
-            "has {} hex digits, more than the {MAX_BUILD_ID_DIGITS} of any build-id",
-            id.len()
-        ));
+        return Err(BadBuildId::TooLong(id.len()));
     }
     Ok(())
 }
@@ -240,23 +261,50 @@ fn build_id(field: &str, id: &str) -> Result<(), ManifestError> {
     check_build_id(id).map_err(|why| invalid(field, id, why))
 }
 
+/// Why a string cannot be one file name; reads after the value (`"a/b" contains `/``).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadPathComponent {
+    /// The empty string.
+    Empty,
+    /// `.` or `..`.
+    Dot,
+    /// Holds a `/`.
+    Slash,
+    /// Holds a control character (NUL included).
+    Control,
+    /// Longer than `NAME_MAX` bytes.
+    TooLong,
+}
+
+impl std::fmt::Display for BadPathComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadPathComponent::Empty => f.write_str("is empty"),
+            BadPathComponent::Dot => f.write_str("is not a file name"),
+            BadPathComponent::Slash => f.write_str("contains `/`"),
+            BadPathComponent::Control => f.write_str("contains a control character"),
+            BadPathComponent::TooLong => write!(f, "is longer than {MAX_COMPONENT} bytes"),
+        }
+    }
+}
+
 /// Whether `s` can be joined to a directory as one file name: not empty, `.` or `..`, no
 /// `/`, no NUL, no control character, at most `NAME_MAX` bytes.
-pub fn check_path_component(s: &str) -> Result<(), String> {
+pub fn check_path_component(s: &str) -> Result<(), BadPathComponent> {
     if s.is_empty() {
-        return Err("is empty".into());
+        return Err(BadPathComponent::Empty);
     }
     if s == "." || s == ".." {
-        return Err("is not a file name".into());
+        return Err(BadPathComponent::Dot);
     }
     if s.contains('/') {
-        return Err("contains `/`".into());
+        return Err(BadPathComponent::Slash);
     }
     if s.chars().any(char::is_control) {
-        return Err("contains a control character".into());
+        return Err(BadPathComponent::Control);
     }
     if s.len() > MAX_COMPONENT {
-        return Err(format!("is longer than {MAX_COMPONENT} bytes"));
+        return Err(BadPathComponent::TooLong);
     }
     Ok(())
 }
@@ -282,7 +330,7 @@ fn module_name(field: &str, s: &str) -> Result<(), ManifestError> {
         return Err(invalid(
             field,
             s,
-            "has characters no module name has (letters, digits, `_`, `-`)".into(),
+            "has characters no module name has (letters, digits, `_`, `-`)",
         ));
     }
     Ok(())
@@ -291,7 +339,7 @@ fn module_name(field: &str, s: &str) -> Result<(), ManifestError> {
 fn address(field: &str, s: &str) -> Result<(), ManifestError> {
     match parse_hex_addr(s) {
         Some(_) => Ok(()),
-        None => Err(invalid(field, s, "is not a hex address".into())),
+        None => Err(invalid(field, s, "is not a hex address")),
     }
 }
 

@@ -276,12 +276,16 @@ impl Capture {
                     perf = Some((data, copied));
                 }
                 kprof_capture::MANIFEST => {
-                    manifest_text =
-                        Some(read_member(&mut entry, &name, size, MAX_SMALL_MEMBER).map_err(bad)?)
+                    manifest_text = Some(
+                        read_member(&mut entry, &name, size, MAX_SMALL_MEMBER)
+                            .map_err(|e| bad(e.to_string()))?,
+                    )
                 }
                 kprof_capture::KALLSYMS => {
-                    kallsyms =
-                        Some(read_member(&mut entry, &name, size, MAX_KALLSYMS).map_err(bad)?)
+                    kallsyms = Some(
+                        read_member(&mut entry, &name, size, MAX_KALLSYMS)
+                            .map_err(|e| bad(e.to_string()))?,
+                    )
                 }
                 _ => {}
             }
@@ -356,28 +360,55 @@ fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
     })
 }
 
+/// Why a text member of the archive (manifest, kallsyms) cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum MemberError {
+    #[error("{name}: {size} bytes is more than the {max} bytes accepted")]
+    TooLarge { name: String, size: u64, max: u64 },
+    #[error("{name}: truncated or corrupted: {source}")]
+    Read {
+        name: String,
+        source: std::io::Error,
+    },
+    #[error("{name}: header says {size} bytes, {present} present")]
+    Short {
+        name: String,
+        size: u64,
+        present: usize,
+    },
+    #[error("{name}: not UTF-8 text")]
+    NotUtf8 { name: String },
+}
+
 fn read_member(
     r: &mut impl Read,
     name: &str,
     size: u64,
     max: u64,
-) -> std::result::Result<String, String> {
+) -> std::result::Result<String, MemberError> {
+    let name = || name.to_string();
     if size > max {
-        return Err(format!(
-            "{name}: {size} bytes is more than the {max} bytes accepted"
-        ));
+        return Err(MemberError::TooLarge {
+            name: name(),
+            size,
+            max,
+        });
     }
     let mut buf = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
     r.take(max + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("{name}: truncated or corrupted: {e}"))?;
+        .map_err(|source| MemberError::Read {
+            name: name(),
+            source,
+        })?;
     if buf.len() as u64 != size {
-        return Err(format!(
-            "{name}: header says {size} bytes, {} present",
-            buf.len()
-        ));
+        return Err(MemberError::Short {
+            name: name(),
+            size,
+            present: buf.len(),
+        });
     }
-    String::from_utf8(buf).map_err(|_| format!("{name}: not UTF-8 text"))
+    String::from_utf8(buf).map_err(|_| MemberError::NotUtf8 { name: name() })
 }
 
 /// A writer that passes bytes on and hashes them: perf.data's digest is checked as it is

@@ -176,12 +176,6 @@ pub fn map_file(path: &Path) -> Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
 }
 
-/// Reads the GNU build-id of an ELF file, lowercase hex; `Ok(None)` when it has none.
-pub fn read_build_id(data: &[u8]) -> std::result::Result<Option<String>, object::Error> {
-    let obj = object::File::parse(data)?;
-    Ok(obj.build_id()?.map(hex))
-}
-
 impl SymbolFile {
     /// Loads `path`, with DWARF taken from `debug` when given (a split debug file), placing a
     /// relocatable file's sections as `placement` says.

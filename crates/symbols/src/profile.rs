@@ -103,7 +103,7 @@ pub struct Meta {
     pub duration_ns: u64,
     /// Things that happened at a point of the capture, sorted by time.
     pub markers: Vec<Marker>,
-    /// The window the profile was restricted to ([`crate::views::time_window`]), `None`
+    /// The window the profile was restricted to ([`crate::views::into_time_window`]), `None`
     /// for the whole capture.
     pub window: Option<TimeWindow>,
 }

@@ -112,15 +112,17 @@ pub fn select_events(mut p: Profile, events: &[usize]) -> Profile {
     p
 }
 
+/// [`into_time_window`] on a copy, for tests that keep the whole profile too.
+#[cfg(test)]
+pub(crate) fn time_window(p: &Profile, start: Option<u64>, end: Option<u64>) -> Profile {
+    into_time_window(p.clone(), start, end)
+}
+
 /// The profile restricted to the samples with `start <= time < end` (ns since capture
 /// start, either bound open): stack counts and periods and the events' totals recomputed
 /// from those samples, stacks left without samples dropped, everything else kept. What
 /// `kprofctl report --time` applies before any view, and what a timeline selection sums.
-pub fn time_window(p: &Profile, start: Option<u64>, end: Option<u64>) -> Profile {
-    into_time_window(p.clone(), start, end)
-}
-
-/// [`time_window`] on a profile the caller gives up, without copying its tables.
+/// Takes the profile the caller gives up, so its tables are not copied.
 pub fn into_time_window(mut p: Profile, start: Option<u64>, end: Option<u64>) -> Profile {
     let lo = start.unwrap_or(0);
     let hi = end.unwrap_or(u64::MAX).max(lo);

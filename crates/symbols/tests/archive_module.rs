@@ -196,9 +196,10 @@ fn module_image(p: &Profile) -> &kprof_symbols::profile::Image {
 }
 
 fn build_id_of(ko: &Path) -> String {
-    kprof_symbols::elf::read_build_id(&std::fs::read(ko).unwrap())
-        .unwrap()
-        .unwrap()
+    let data = std::fs::read(ko).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    let id = obj.build_id().unwrap().unwrap();
+    id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Every sample in the module resolves to binutils' function and line; vmlinux falls back to

@@ -139,8 +139,18 @@ fn split_keyword(line: &str) -> (&str, &str) {
     (keyword, rest)
 }
 
+/// The one way a line's arguments fail to split: a `"` with no closing one.
+#[derive(Debug)]
+struct UnterminatedQuote;
+
+impl std::fmt::Display for UnterminatedQuote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("unterminated quote")
+    }
+}
+
 /// Whitespace-separated arguments, `"double quoted"` ones may hold spaces.
-fn split_args(rest: &str) -> Result<Vec<String>, String> {
+fn split_args(rest: &str) -> Result<Vec<String>, UnterminatedQuote> {
     let mut args = Vec::new();
     let mut chars = rest.chars().peekable();
     loop {
@@ -158,7 +168,7 @@ fn split_args(rest: &str) -> Result<Vec<String>, String> {
                 match chars.next() {
                     Some('"') => break,
                     Some(c) => arg.push(c),
-                    None => return Err("unterminated quote".into()),
+                    None => return Err(UnterminatedQuote),
                 }
             }
         } else {

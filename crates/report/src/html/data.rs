@@ -17,10 +17,6 @@ use super::pack::Packed;
 use super::source::Listing;
 use super::timeline;
 
-/// Most bins over the capture: enough to resolve phases of a few ms in a 2 s capture, few
-/// enough that per-bin data stays small.
-pub const MAX_BINS: u64 = 1000;
-
 /// The JSON object the page reads (`#kprof-data`).
 pub fn build(
     profile: &Profile,

@@ -264,7 +264,7 @@ fn write_html_real_capture_bins_sum_to_stack_counts() {
     let data = data_of(&String::from_utf8(html).unwrap());
     let time = &data["time"];
     let bins = time["count"].as_u64().unwrap();
-    assert!(bins > 10 && bins <= data::MAX_BINS, "{bins} bins");
+    assert!(bins > 10 && bins <= timeline::MAX_BINS, "{bins} bins");
     assert!(time["width"].as_u64().unwrap() * bins > profile.samples.last().unwrap().time);
     let stacks = data["stacks"]["n"].as_u64().unwrap() as usize;
     for (e, event) in time["events"].as_array().unwrap().iter().enumerate() {

@@ -13,6 +13,10 @@ use serde_json::{json, Value};
 use super::model::IdHasher;
 use super::pack::Packed;
 
+/// Most bins over the capture: enough to resolve phases of a few ms in a 2 s capture, few
+/// enough that per-bin data stays small.
+pub const MAX_BINS: u64 = 1000;
+
 /// Capture length in ns: the last record, or the last sample if that is later.
 pub fn duration(profile: &Profile) -> u64 {
     let last = profile.samples.last().map_or(0, |s| s.time);
@@ -96,7 +100,7 @@ impl Bins {
                 ..Bins::default()
             };
         }
-        let width = bin_width(duration, super::data::MAX_BINS);
+        let width = bin_width(duration, MAX_BINS);
         let count = duration / width + 1;
         let nev = profile.events.len();
         // Samples counted per distinct key as they stream by: memory follows the (bin, stack),
