@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::events::{self, EventSpec};
 use crate::Error;
 
+/// `kprof-agent --help` and the tail of every usage error.
 pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
@@ -50,6 +51,7 @@ pub const DEFAULT_MMAP_PAGES: usize = 128;
 /// default), so 512 KiB holds only ~60 samples; 2 MiB per CPU keeps the same ~100 ms of 4 kHz
 /// headroom between wake-ups as [`DEFAULT_MMAP_PAGES`] gives frame-pointer samples.
 pub const DEFAULT_MMAP_PAGES_DWARF: usize = 512;
+/// Samples per second per CPU unless `-F`/`-c` say otherwise (perf's default).
 pub const DEFAULT_FREQ: u64 = 4000;
 /// The free space a capture dir must have for `record` to start (`--min-free`): room for
 /// the kallsyms snapshot (a few MiB), the reserve kept for sealing and some seconds of
@@ -69,7 +71,10 @@ pub enum CallGraph {
     Fp,
     /// The kernel chain, plus the user registers and `stack_size` bytes of user stack for
     /// DWARF (CFI) unwinding on the host.
-    Dwarf { stack_size: u32 },
+    Dwarf {
+        /// Bytes of user stack copied with each sample.
+        stack_size: u32,
+    },
 }
 
 impl CallGraph {
@@ -111,17 +116,25 @@ impl CallGraph {
 pub struct RecordOpts {
     /// Empty: the default event (cycles, falling back to cpu-clock).
     pub events: Vec<EventSpec>,
+    /// `-F HZ`: sampling frequency per CPU.
     pub freq: Option<u64>,
+    /// `-c PERIOD`: sample every PERIOD events instead of a frequency.
     pub period: Option<u64>,
     /// `None`: no call chains.
     pub call_graph: Option<CallGraph>,
+    /// `-p PID`: that process only (`None`: the whole system, `-a`).
     pub pid: Option<i32>,
+    /// `-C CPUS`: only these CPUs (`None`: all online CPUs).
     pub cpus: Option<Vec<u32>>,
+    /// `--duration SECS`: stop after this long (`None`: at the workload's exit or a signal).
     pub duration: Option<Duration>,
+    /// `-o DIR`: the capture dir.
     pub out_dir: PathBuf,
+    /// `--mmap-pages N`: data pages of each per-CPU ring buffer (a power of two).
     pub mmap_pages: usize,
     /// zstd level of perf.data's records; `None`: uncompressed.
     pub compression: Option<i32>,
+    /// `-- CMD ARGS...`: the workload started and profiled (empty: none).
     pub command: Vec<String>,
     /// `--off-cpu`: also record context switches (sched:sched_switch).
     pub off_cpu: bool,
@@ -132,11 +145,27 @@ pub struct RecordOpts {
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
+    /// `record`: sample and write a capture.
     Record(RecordOpts),
+    /// `info`: what kprofctl's preflight needs to know of the board, as JSON.
     Info,
-    List { dir: PathBuf, json: bool },
-    Rm { dir: PathBuf, ids: Vec<String> },
+    /// `list`: the captures in a capture dir.
+    List {
+        /// The capture dir (`-o`).
+        dir: PathBuf,
+        /// `--json`: one JSON document instead of a table.
+        json: bool,
+    },
+    /// `rm ID...`: delete captures.
+    Rm {
+        /// The capture dir (`-o`).
+        dir: PathBuf,
+        /// The captures to delete.
+        ids: Vec<String>,
+    },
+    /// `--help`.
     Help,
+    /// `--version`.
     Version,
 }
 

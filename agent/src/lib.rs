@@ -7,8 +7,6 @@
 #![warn(missing_docs)]
 
 pub mod archive;
-// Not documented item by item yet (issue 21 item 7): cli allows the lint until it is.
-#[allow(missing_docs)]
 pub mod cli;
 pub mod dir_trust;
 pub mod elf_build_id;
