@@ -41,7 +41,9 @@ pub fn in_notes(data: &[u8], big_endian: bool, align: usize) -> Option<&[u8]> {
 
 /// Finds the GNU build-id in a 4-aligned note stream of unknown byte order, such as a
 /// board's `/sys/kernel/notes` read by a host of another architecture: little-endian first.
-pub fn in_notes_either_endian(data: &[u8]) -> Option<&[u8]> {
+/// Only the tests use it; the readers know their byte order.
+#[cfg(test)]
+fn in_notes_either_endian(data: &[u8]) -> Option<&[u8]> {
     in_notes(data, false, 4).or_else(|| in_notes(data, true, 4))
 }
 
