@@ -318,16 +318,11 @@ fn symbolize_perfdata_fork_after_childs_mmap2_inherits_parent() {
     let dir = recorded().dir.path().join("forker");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("forker.c"), FORKER).unwrap();
-    capture::run(
-        std::process::Command::new("gcc").current_dir(&dir).args([
-            "-O2",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "prog",
-            "forker.c",
-        ]),
-        "gcc",
+    kprof_test_support::cc_in(
+        &dir,
+        &["-O2", "-g", "-fno-omit-frame-pointer"],
+        "forker.c",
+        "prog",
     );
     capture::run(
         std::process::Command::new("perf")

@@ -89,16 +89,11 @@ impl Recorded {
 pub fn record(reps: u32, writes: u32) -> Recorded {
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("prog.c"), PROGRAM).unwrap();
-    run(
-        Command::new("gcc").current_dir(dir.path()).args([
-            "-O2",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "prog",
-            "prog.c",
-        ]),
-        "gcc (apt-get install build-essential)",
+    kprof_test_support::cc_in(
+        dir.path(),
+        &["-O2", "-g", "-fno-omit-frame-pointer"],
+        "prog.c",
+        "prog",
     );
     run(
         Command::new("perf")

@@ -59,16 +59,11 @@ impl Phases {
             .tempdir()
             .expect("a temporary directory");
         std::fs::write(dir.path().join("phases.c"), PROGRAM).unwrap();
-        run(
-            Command::new("gcc").current_dir(dir.path()).args([
-                "-O2",
-                "-g",
-                "-fno-omit-frame-pointer",
-                "-o",
-                "phases",
-                "phases.c",
-            ]),
-            "gcc (apt-get install build-essential)",
+        kprof_test_support::cc_in(
+            dir.path(),
+            &["-O2", "-g", "-fno-omit-frame-pointer"],
+            "phases.c",
+            "phases",
         );
         Phases { dir }
     }
