@@ -5,7 +5,25 @@
 #![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+/// `kprofctl` (the test's `env!("CARGO_BIN_EXE_kprofctl")`) run in `work` with `home` as HOME,
+/// and nothing of the caller's environment that changes what it does: no ssh-agent
+/// (`SSH_AUTH_SOCK`), no `KPROF_PASSWORD`, no `KPROF_AGENT` (a test that deploys a given agent
+/// says so with `--agent` or sets it), no `BUILDDIR`; stdin is not a terminal.
+///
+/// The one builder of the integration tests' `Client` and the board tests' `Board`.
+pub fn kprofctl(bin: &Path, home: &Path, work: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(work)
+        .env("HOME", home)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("KPROF_PASSWORD")
+        .env_remove("KPROF_AGENT")
+        .env_remove("BUILDDIR")
+        .stdin(Stdio::null());
+    cmd
+}
 
 /// The C compiler of the tests' workloads.
 pub const CC: &str = "gcc";
