@@ -3,8 +3,7 @@
 //! and MMAP2 records come where per-CPU ring buffers and CPU clocks can put them. The
 //! program's frames must stay in its write(2) call chains.
 
-#[path = "../../report/src/test_support/capture.rs"]
-mod capture;
+use kprof_test_support::report::capture;
 
 use kprof_symbols::profile::Profile;
 use std::ops::Range;
