@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use kprof_capture::Manifest;
+use kprof_test_support::cc;
 use linux_perf_data::linux_perf_event_reader::EventRecord;
 use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use object::{Object, ObjectSegment, ObjectSymbol};
@@ -39,9 +40,9 @@ pub fn build_c(name: &str, dir: &Path) -> PathBuf {
         .join("tests/data")
         .join(format!("{name}.c"));
     cc(
+        &["-g", "-O1", "-fno-omit-frame-pointer"],
         &src,
         &dir.join(name),
-        &["-g", "-O1", "-fno-omit-frame-pointer"],
     )
 }
 
@@ -50,23 +51,10 @@ pub fn build_c(name: &str, dir: &Path) -> PathBuf {
 pub fn build_unwind_demo(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/unwind-demo/unwind_demo.c");
     cc(
+        &["-O2", "-g", "-fomit-frame-pointer"],
         &src,
         &dir.join("unwind_demo"),
-        &["-O2", "-g", "-fomit-frame-pointer"],
     )
-}
-
-/// `cc FLAGS -o OUT SRC`, which must succeed; returns `out`.
-fn cc(src: &Path, out: &Path, flags: &[&str]) -> PathBuf {
-    let st = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(out)
-        .arg(src)
-        .status()
-        .expect("cc must be installed");
-    assert!(st.success(), "cc failed for {}", src.display());
-    out.to_path_buf()
 }
 
 /// The root check, a scratch directory `name`, and the workload `tests/data/PROG.c` built in it.

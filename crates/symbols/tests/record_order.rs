@@ -3,8 +3,7 @@
 //! and MMAP2 records come where per-CPU ring buffers and CPU clocks can put them. The
 //! program's frames must stay in its write(2) call chains.
 
-#[path = "../../report/src/test_support/capture.rs"]
-mod capture;
+use kprof_test_support::report::capture;
 
 use kprof_symbols::profile::Profile;
 use std::ops::Range;
@@ -318,16 +317,11 @@ fn symbolize_perfdata_fork_after_childs_mmap2_inherits_parent() {
     let dir = recorded().dir.path().join("forker");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("forker.c"), FORKER).unwrap();
-    capture::run(
-        std::process::Command::new("gcc").current_dir(&dir).args([
-            "-O2",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "prog",
-            "forker.c",
-        ]),
-        "gcc",
+    kprof_test_support::cc_in(
+        &dir,
+        &["-O2", "-g", "-fno-omit-frame-pointer"],
+        "forker.c",
+        "prog",
     );
     capture::run(
         std::process::Command::new("perf")

@@ -34,10 +34,7 @@ fn demo() -> &'static Path {
     BIN.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/unwind/unwind_demo.c");
         let bin = work().join("unwind_demo");
-        run(Command::new("gcc")
-            .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
-            .arg(&bin)
-            .arg(src));
+        kprof_test_support::cc(&["-O2", "-g", "-fomit-frame-pointer"], &src, &bin);
         bin
     })
 }

@@ -226,15 +226,11 @@ impl Client {
 
     /// `kprofctl ARGS` with this HOME and working directory, no ssh-agent, no terminal.
     pub fn kprofctl(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kprofctl"));
-        cmd.current_dir(self.work.path())
-            .env("HOME", self.home.path())
-            .env_remove("SSH_AUTH_SOCK")
-            .env_remove("KPROF_PASSWORD")
-            .env_remove("KPROF_AGENT")
-            .env_remove("BUILDDIR")
-            .stdin(Stdio::null());
-        cmd
+        kprof_test_support::kprofctl(
+            Path::new(env!("CARGO_BIN_EXE_kprofctl")),
+            self.home.path(),
+            self.work.path(),
+        )
     }
 
     /// [`Client::kprofctl`] with `ARGS -i KEY`: logs in with the client's key.

@@ -1,13 +1,7 @@
 //! Shared by the render and diff CLI tests: the recorded C program, headless Chromium, and
 //! running kprofctl. The first two are the files the unit tests use.
-#![allow(dead_code)] // capture.rs and chromium.rs are the unit tests' files, used in part here.
 
-#[path = "../../../crates/report/src/test_support/capture.rs"]
-pub mod capture;
-#[path = "../../../crates/report/src/test_support/chromium.rs"]
-pub mod chromium;
-#[path = "../../../crates/report/src/test_support/phases.rs"]
-pub mod phases;
+pub use kprof_test_support::report::{capture, chromium, phases};
 
 use std::path::Path;
 use std::process::{Command, Output};

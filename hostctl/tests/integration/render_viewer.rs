@@ -18,7 +18,7 @@ use crate::render_support::{kprofctl, kprofctl_ok, phases};
 /// because other tests run `phases` at the same time and this capture is system-wide.
 const WORKLOAD: &str = "viewer-phases";
 
-/// The shared two-phase program (`test_support/phases.rs`), recorded system-wide here
+/// The shared two-phase program (`kprof_test_support::report::phases`), recorded system-wide here
 /// (`-a`: every CPU has samples, idle and other processes included, so the CPU and thread
 /// tracks and the idle rule are exercised too).
 fn record_phases() -> phases::Phases {

@@ -19,17 +19,11 @@ pub fn line_of(marker: &str) -> u32 {
 /// Compiles the workload with `-g -fno-omit-frame-pointer`; `variant` changes the code (and so
 /// the build-id) without changing the function names.
 pub fn compile(out: &Path, variant: bool) {
-    let mut cmd = Command::new("gcc");
-    cmd.args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(out)
-        .arg(source());
+    let mut flags = vec!["-g", "-O1", "-fno-omit-frame-pointer"];
     if variant {
-        cmd.arg("-DVARIANT=1")
-            .arg("-fno-inline-small-functions")
-            .arg("-O2");
+        flags.extend(["-DVARIANT=1", "-fno-inline-small-functions", "-O2"]);
     }
-    let st = cmd.status().expect("running gcc");
-    assert!(st.success());
+    kprof_test_support::cc(&flags, &source(), out);
 }
 
 /// A directory with `hotloop` and `perf.data` from `perf record -e cpu-clock -g` on it, made

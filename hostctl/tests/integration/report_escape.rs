@@ -53,13 +53,12 @@ fn recorded() -> &'static Path {
             .keep();
         std::fs::write(dir.join("prog.c"), PROGRAM).unwrap();
         // No -g: the name comes from .symtab, which objcopy renames.
-        run_ok(Command::new("gcc").current_dir(&dir).args([
-            "-O1",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "prog.o1",
+        kprof_test_support::cc_in(
+            &dir,
+            &["-O1", "-fno-omit-frame-pointer"],
             "prog.c",
-        ]));
+            "prog.o1",
+        );
         let mut redefine = b"evil_spin=".to_vec();
         redefine.extend_from_slice(EVIL_SYMBOL);
         run_ok(

@@ -24,15 +24,11 @@ struct Blocking {
 /// Builds tests/report_data/blocking.c into `dir/blocking`, with frame pointers.
 fn build_blocking(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_data/blocking.c");
-    let exe = dir.join("blocking");
-    let st = Command::new("cc")
-        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success(), "cc {}", src.display());
-    exe
+    kprof_test_support::cc(
+        &["-g", "-O1", "-fno-omit-frame-pointer"],
+        &src,
+        &dir.join("blocking"),
+    )
 }
 
 fn record(mode: &str, extra: &[&str]) -> Blocking {

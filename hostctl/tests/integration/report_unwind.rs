@@ -19,13 +19,11 @@ fn recorded() -> &'static Path {
             .keep();
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../crates/symbols/tests/data/unwind/unwind_demo.c");
-        let st = Command::new("gcc")
-            .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
-            .arg(dir.join("unwind_demo"))
-            .arg(src)
-            .status()
-            .expect("running gcc");
-        assert!(st.success());
+        kprof_test_support::cc(
+            &["-O2", "-g", "-fomit-frame-pointer"],
+            &src,
+            &dir.join("unwind_demo"),
+        );
         for mode in ["dwarf", "fp"] {
             let out = Command::new("perf")
                 .current_dir(&dir)

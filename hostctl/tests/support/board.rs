@@ -4,7 +4,7 @@
 
 use crate::remote_support::outcome;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The board from the environment, and a client whose known_hosts trusts its host key.
 pub struct Board {
@@ -50,16 +50,13 @@ impl Board {
         }
     }
 
-    /// kprofctl with the board's key, an isolated HOME and working directory, no terminal.
+    /// kprofctl with an isolated HOME and working directory, no terminal ([`kprof_test_support::kprofctl`]).
     pub fn kprofctl(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kprofctl"));
-        cmd.current_dir(self.work.path())
-            .env("HOME", self.home.path())
-            .env_remove("SSH_AUTH_SOCK")
-            .env_remove("KPROF_PASSWORD")
-            .env_remove("BUILDDIR")
-            .stdin(Stdio::null());
-        cmd
+        kprof_test_support::kprofctl(
+            Path::new(env!("CARGO_BIN_EXE_kprofctl")),
+            self.home.path(),
+            self.work.path(),
+        )
     }
 
     /// `kprofctl SUBCOMMAND TARGET -i KEY ...`.

@@ -1,8 +1,6 @@
-//! For the unit tests: a hand-built profile, real captures recorded by `perf` (the
-//! two-phase one for time windows), and headless Chromium. `capture`, `chromium` and
-//! `phases` are also compiled into kprofctl's integration tests (`#[path]`).
+//! For the unit tests: a hand-built profile, a real capture recorded by `perf`, and headless
+//! Chromium; the last two are kprof-test-support's, shared with kprof-symbols' and kprofctl's
+//! integration tests.
 
-pub mod capture;
-pub mod chromium;
+pub use kprof_test_support::report::{capture, chromium};
 pub mod fixture;
-pub mod phases;

@@ -1,9 +1,8 @@
 //! The two-phase capture of the timeline tests: a C program busy about SECONDS in
 //! `phase_a()`, then as long in `phase_b()`, recorded by Debian's `perf record -e cpu-clock
 //! -g --sample-cpu`, so that each half of the capture has its own top function and every
-//! sample its CPU. Also compiled into kprofctl's integration tests (`#[path]`), and meant
-//! for the HTML viewer's range-selection test.
-#![allow(dead_code)]
+//! sample its CPU. Also used by kprofctl's integration tests, and meant for the HTML viewer's
+//! range-selection test.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +47,7 @@ int main(int argc, char **argv) {
 /// A directory with `phases.c` and `phases`, built `-O2 -g -fno-omit-frame-pointer`.
 #[derive(Debug)]
 pub struct Phases {
+    /// Removed when the program is dropped.
     pub dir: tempfile::TempDir,
 }
 
@@ -59,24 +59,21 @@ impl Phases {
             .tempdir()
             .expect("a temporary directory");
         std::fs::write(dir.path().join("phases.c"), PROGRAM).unwrap();
-        run(
-            Command::new("gcc").current_dir(dir.path()).args([
-                "-O2",
-                "-g",
-                "-fno-omit-frame-pointer",
-                "-o",
-                "phases",
-                "phases.c",
-            ]),
-            "gcc (apt-get install build-essential)",
+        crate::cc_in(
+            dir.path(),
+            &["-O2", "-g", "-fno-omit-frame-pointer"],
+            "phases.c",
+            "phases",
         );
         Phases { dir }
     }
 
+    /// The program's directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
+    /// `dir/perf.data`.
     pub fn perf_data(&self) -> PathBuf {
         self.dir.path().join("perf.data")
     }

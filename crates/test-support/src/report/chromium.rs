@@ -1,5 +1,4 @@
 //! Headless Chromium for the HTML tests: a screenshot and the DOM after scripts ran.
-//! Also compiled into the integration tests (`#[path]`), so it uses nothing of the crate.
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};

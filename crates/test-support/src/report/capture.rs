@@ -1,8 +1,6 @@
 //! A real capture for the renderers' tests: a small C program built with `-g`, recorded by
 //! Debian's `perf record -e cpu-clock -g` (root, no PMU needed) and run through the
-//! symbolizer. Built once per test process. Also compiled into the integration tests
-//! (`#[path]`), each of which uses a part of it.
-#![allow(dead_code)]
+//! symbolizer. Built once per test process.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -51,10 +49,12 @@ int main(int argc, char **argv) {
 /// A recorded capture: the directory with `prog`, `prog.c` and `perf.data`.
 #[derive(Debug)]
 pub struct Recorded {
+    /// Removed when the capture is dropped.
     pub dir: tempfile::TempDir,
 }
 
 impl Recorded {
+    /// `dir/perf.data`.
     pub fn perf_data(&self) -> PathBuf {
         self.dir.path().join("perf.data")
     }
@@ -89,16 +89,11 @@ impl Recorded {
 pub fn record(reps: u32, writes: u32) -> Recorded {
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("prog.c"), PROGRAM).unwrap();
-    run(
-        Command::new("gcc").current_dir(dir.path()).args([
-            "-O2",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-            "prog",
-            "prog.c",
-        ]),
-        "gcc (apt-get install build-essential)",
+    crate::cc_in(
+        dir.path(),
+        &["-O2", "-g", "-fno-omit-frame-pointer"],
+        "prog.c",
+        "prog",
     );
     run(
         Command::new("perf")

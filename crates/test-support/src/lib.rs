@@ -1,0 +1,78 @@
+//! Test-only helpers shared by kprof's crates (a dev-dependency only, never in a shipped build).
+//!
+//! Standard library only without features: the agent's dev-dependency closure stays what
+//! Yocto's `kprof-agent-crates.inc` lists. Feature `report` adds [`report`] (real captures
+//! symbolized by kprof-symbols, headless Chromium), for the host crates' tests.
+#![warn(missing_docs)]
+
+#[cfg(feature = "report")]
+pub mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `kprofctl` (the test's `env!("CARGO_BIN_EXE_kprofctl")`) run in `work` with `home` as HOME,
+/// and nothing of the caller's environment that changes what it does: no ssh-agent
+/// (`SSH_AUTH_SOCK`), no `KPROF_PASSWORD`, no `KPROF_AGENT` (a test that deploys a given agent
+/// says so with `--agent` or sets it), no `BUILDDIR`; stdin is not a terminal.
+///
+/// The one builder of the integration tests' `Client` and the board tests' `Board`.
+pub fn kprofctl(bin: &Path, home: &Path, work: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(work)
+        .env("HOME", home)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("KPROF_PASSWORD")
+        .env_remove("KPROF_AGENT")
+        .env_remove("BUILDDIR")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// The C compiler of the tests' workloads.
+pub const CC: &str = "gcc";
+
+/// `gcc FLAGS -o OUT SRC`, which must succeed; returns `out`.
+///
+/// Panics with the compiler's stderr when it fails, and with how to install it when it is not
+/// there.
+pub fn cc(flags: &[&str], src: &Path, out: &Path) -> PathBuf {
+    run_cc(None, flags, src, out)
+}
+
+/// [`cc`] run in `dir`, with `src` and `out` relative to it: the DWARF names the source as
+/// given (`prog.c`, not a temporary directory's absolute path). Returns `dir/out`.
+pub fn cc_in(dir: &Path, flags: &[&str], src: &str, out: &str) -> PathBuf {
+    run_cc(Some(dir), flags, Path::new(src), Path::new(out))
+}
+
+fn run_cc(dir: Option<&Path>, flags: &[&str], src: &Path, out: &Path) -> PathBuf {
+    let mut command = Command::new(CC);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let output = command
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {CC} ({e}): the tests build C workloads; \
+                 install it (apt-get install build-essential)"
+            )
+        });
+    assert!(
+        output.status.success(),
+        "{CC} {} -o {} {} failed: {}",
+        flags.join(" "),
+        out.display(),
+        src.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    match dir {
+        Some(dir) => dir.join(out),
+        None => out.to_path_buf(),
+    }
+}
