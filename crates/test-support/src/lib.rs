@@ -1,7 +1,7 @@
 //! Test-only helpers shared by kprof's crates (a dev-dependency only, never in a shipped build).
 //!
 //! Standard library only without features: the agent's dev-dependency closure stays what
-//! Yocto's `kprof-agent-crates.inc` lists. Feature `report` adds [`report`] (real captures
+//! Yocto's `kprof-agent-crates.inc` lists. Feature `report` adds the module `report` (real captures
 //! symbolized by kprof-symbols, headless Chromium), for the host crates' tests.
 #![warn(missing_docs)]
 
