@@ -18,7 +18,10 @@ fn pct(n: u64, total: u64) -> f64 {
 /// How an image's symbols were found, in a few words.
 pub fn symbol_status(s: &SymbolSource) -> String {
     match s {
-        SymbolSource::BuildId { path } => path.display().to_string(),
+        SymbolSource::BuildId { path, origin } => match origin {
+            Some(origin) => format!("{} ({origin})", path.display()),
+            None => path.display().to_string(),
+        },
         SymbolSource::Mismatch { path, found, .. } => {
             format!("MISMATCH {} (build-id {found}): not used", path.display())
         }

@@ -6,6 +6,23 @@ use crate::profile::Profile;
 use crate::views::{self_frame, Filter};
 use std::collections::{BTreeMap, HashMap};
 
+/// Reads the source files DWARF names. kprofctl passes its [`crate::Symbolizer`], which asks
+/// the symbol providers (debuginfod's `/source/`) for a file that is not on this host.
+pub trait SourceReader {
+    /// The text of source file `path` of the image with `build_id`; the error says why not.
+    fn read_source(&self, build_id: Option<&str>, path: &str) -> Result<String, String>;
+}
+
+/// Reads sources from this host's disk only.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiskSources;
+
+impl SourceReader for DiskSources {
+    fn read_source(&self, _build_id: Option<&str>, path: &str) -> Result<String, String> {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    }
+}
+
 /// Most source lines shown per file; a function spanning more is cut with a note.
 const MAX_SOURCE_LINES: u32 = 2000;
 
@@ -63,8 +80,8 @@ pub struct Instruction {
 }
 
 /// Annotates function `function` of `profile`, counting event `event`, reading code and line
-/// tables from `file` (the image's symbol file, when there is one) and rewriting source paths
-/// with `rewrite`.
+/// tables from `file` (the image's symbol file, when there is one), rewriting source paths
+/// with `rewrite` and reading them through `sources`.
 pub fn annotate(
     profile: &Profile,
     filter: &Filter,
@@ -72,6 +89,7 @@ pub fn annotate(
     event: usize,
     file: Option<&SymbolFile>,
     rewrite: &dyn Fn(&str) -> String,
+    sources: &dyn SourceReader,
 ) -> Annotation {
     let f = &profile.functions[function];
     let mut per_addr: HashMap<u64, u64> = HashMap::new();
@@ -159,12 +177,16 @@ pub fn annotate(
     }
     let mut lines = Vec::new();
     for (file, (lo, hi)) in spans {
-        let text = std::fs::read_to_string(&file).ok();
-        if text.is_none() {
-            warnings.push(format!(
-                "source {file} not found (use --source-prefix OLD=NEW)"
-            ));
-        }
+        let build_id = profile.images[f.image].build_id.as_deref();
+        let text = match sources.read_source(build_id, &file) {
+            Ok(text) => Some(text),
+            Err(why) => {
+                warnings.push(format!(
+                    "source {file} not found ({why}; use --source-prefix OLD=NEW)"
+                ));
+                None
+            }
+        };
         let src: Vec<&str> = text
             .as_deref()
             .map(|t| t.lines().collect())

@@ -31,6 +31,7 @@ pub mod off_cpu;
 pub mod perf_archive;
 pub mod perf_data;
 pub mod profile;
+pub mod provider;
 mod quiet_panic;
 pub mod sources;
 mod symbolize;

@@ -210,7 +210,7 @@ fn symbolize_archive_module_samples_resolve() {
     let tmp = tempfile::tempdir().unwrap();
     let cap = archive(tmp.path(), ko, &build_id_of(ko), true);
     let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
-    assert!(matches!(&module_image(&p).symbols, SymbolSource::BuildId { path } if path == ko));
+    assert!(matches!(&module_image(&p).symbols, SymbolSource::BuildId { path, .. } if path == ko));
     let place = common::placement(ko);
     let probes = probes(ko, &place);
     let mut checked = 0;

@@ -254,7 +254,7 @@ pub fn annotate_all(l: &Loaded, filter: &Filter, name: &str) -> anyhow::Result<V
     let file = l.symbolizer.symbol_file(p.functions[f].image);
     let rw = |s: &str| rewrite(&l.prefixes, s);
     Ok((0..p.events.len())
-        .map(|e| kprof_symbols::annotate::annotate(p, filter, f, e, file, &rw))
+        .map(|e| kprof_symbols::annotate::annotate(p, filter, f, e, file, &rw, &l.symbolizer))
         .collect())
 }
 

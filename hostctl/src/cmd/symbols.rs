@@ -37,7 +37,7 @@ pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
             .map(|r| {
                 let img = &p.images[r.image];
                 let (status, path) = match &img.symbols {
-                    SymbolSource::BuildId { path } => {
+                    SymbolSource::BuildId { path, .. } => {
                         ("build-id", Some(path.display().to_string()))
                     }
                     SymbolSource::Mismatch { path, .. } => {
@@ -52,6 +52,10 @@ pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
                     "build_id": img.build_id,
                     "status": status,
                     "file": path,
+                    "origin": match &img.symbols {
+                        SymbolSource::BuildId { origin, .. } => origin.clone(),
+                        _ => None,
+                    },
                     "detail": symbol_status(&img.symbols),
                     "samples": r.samples.first().copied().unwrap_or(0),
                 })

@@ -45,6 +45,7 @@ pub fn profile() -> Profile {
             true,
             SymbolSource::BuildId {
                 path: PathBuf::from("/build/linux/vmlinux"),
+                origin: None,
             },
         ),
         image("mychardrv.ko", "[mychardrv]", true, SymbolSource::Kallsyms),
@@ -54,6 +55,7 @@ pub fn profile() -> Profile {
             false,
             SymbolSource::BuildId {
                 path: PathBuf::from("/build/app/app"),
+                origin: None,
             },
         ),
         image(

@@ -73,18 +73,20 @@ impl State<'_> {
         placement: Option<&Placement>,
     ) -> (SymbolSource, Option<SymbolFile>, Option<String>) {
         match lookup {
-            Lookup::Found { path, debug } => {
-                match SymbolFile::open(&path, debug.as_deref(), placement) {
-                    Ok(f) => (SymbolSource::BuildId { path }, Some(f), None),
-                    Err(e) => (
-                        SymbolSource::Missing {
-                            why: format!("{e}"),
-                        },
-                        None,
-                        Some(format!("{name}: {e}")),
-                    ),
-                }
-            }
+            Lookup::Found {
+                path,
+                debug,
+                origin,
+            } => match SymbolFile::open(&path, debug.as_deref(), placement) {
+                Ok(f) => (SymbolSource::BuildId { path, origin }, Some(f), None),
+                Err(e) => (
+                    SymbolSource::Missing {
+                        why: format!("{e}"),
+                    },
+                    None,
+                    Some(format!("{name}: {e}")),
+                ),
+            },
             Lookup::Mismatch { path, found } => (
                 SymbolSource::Mismatch {
                     path,

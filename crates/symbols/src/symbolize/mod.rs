@@ -17,6 +17,7 @@ mod address_space;
 mod call_paths;
 mod images;
 mod off_cpu;
+mod prefetch;
 mod records;
 mod resolve;
 mod stacks;
@@ -28,6 +29,7 @@ use crate::error::Result;
 use crate::index::BuildIdIndex;
 use crate::kallsyms::Kallsyms;
 use crate::profile::{Meta, Profile};
+use crate::provider::SymbolProvider;
 use crate::sources::Sources;
 use address_space::{Mapping, Module};
 use kprof_capture::manifest::parse_hex_addr;
@@ -66,6 +68,9 @@ pub struct Options {
     pub host_kernel: Option<HostKernel>,
     /// `(old, new)` prefixes rewritten in source paths.
     pub source_prefix: Vec<(String, String)>,
+    /// Asked, in order, for the symbol files and sources none of the places above has
+    /// (kprofctl's debuginfod client).
+    pub providers: Vec<Arc<dyn SymbolProvider>>,
 }
 
 /// Facts about the kernel running on this host, gathered by the caller.
@@ -121,6 +126,23 @@ pub fn symbolize(capture: &Path, symbol_paths: &[PathBuf]) -> Result<Profile> {
     s.symbolize(&Capture::open(capture)?, &mut |_| {})
 }
 
+impl crate::annotate::SourceReader for Symbolizer {
+    /// This host's disk, then the symbol providers.
+    fn read_source(&self, build_id: Option<&str>, path: &str) -> Result<String, String> {
+        let disk = match std::fs::read_to_string(path) {
+            Ok(text) => return Ok(text),
+            Err(e) => e.to_string(),
+        };
+        match build_id {
+            Some(id) if !self.sources.providers.is_empty() => self
+                .sources
+                .provided_source(id, path)
+                .map_err(|why| format!("{disk}; {why}")),
+            _ => Err(disk),
+        }
+    }
+}
+
 impl Symbolizer {
     /// Indexes the symbol paths (incrementally, through the stored index).
     pub fn new(opts: Options, progress: &mut dyn FnMut(Progress)) -> Result<Self> {
@@ -133,6 +155,7 @@ impl Symbolizer {
             perf_cache: opts.perf_cache.clone(),
             debug_roots: opts.debug_roots.clone(),
             use_recorded_paths: opts.host_files,
+            providers: opts.providers.clone(),
         };
         Ok(Self {
             sources,
@@ -162,6 +185,7 @@ impl Symbolizer {
             .warnings
             .extend(self.sources.index.warnings.iter().cloned());
         records::read_perf_data(&mut st, capture, progress)?;
+        st.profile.warnings.extend(self.sources.provider_warnings());
         let State { profile, files, .. } = st;
         self.files = files;
         Ok(profile)

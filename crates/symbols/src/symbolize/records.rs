@@ -69,6 +69,7 @@ fn read_records(
     let mut records =
         Records::open(r, len, crate::limits::records_budget(capture.max_input)).map_err(bad)?;
     read_header(st, &records.file, capture).map_err(bad)?;
+    st.prefetch();
     let total = records.total;
     let nev = st.profile.events.len();
     let mut samples = 0u64;
