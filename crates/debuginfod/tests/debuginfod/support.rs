@@ -139,6 +139,42 @@ impl Server {
         server
     }
 
+    /// `misbehaving.py` (next to this file) on 127.0.0.1 serving `root`, HTTPS with a
+    /// certificate of a new CA (`ca.pem` in [`Server::state`]) when `tls`, once it accepts
+    /// connections.
+    pub fn misbehaving(root: &Path, tls: bool) -> Server {
+        let state = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/debuginfod/misbehaving.py");
+        let mut command = Command::new("python3");
+        command.arg(script).arg(port.to_string());
+        if tls {
+            let (cert, key) = tls_certificate(state.path());
+            command.arg(cert).arg(key);
+        }
+        let child = command
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start python3 misbehaving.py: {e}"));
+        let scheme = if tls { "https" } else { "http" };
+        let server = Server {
+            child: Some(child),
+            url: format!("{scheme}://127.0.0.1:{port}"),
+            _state: state,
+        };
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < READY_LIMIT,
+                "{} does not accept connections",
+                server.url
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
     fn wait_until_serving(&self, port: u16, paths: &[String]) {
         let start = Instant::now();
         for path in paths {
@@ -151,6 +187,11 @@ impl Server {
                 thread::sleep(Duration::from_millis(100));
             }
         }
+    }
+
+    /// The server's own files (its database, log, certificate).
+    pub fn state(&self) -> &Path {
+        self._state.path()
     }
 
     /// Stops the server; its port then refuses connections.
@@ -166,6 +207,78 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A new CA (`dir/ca.pem`) and a certificate it signed for 127.0.0.1; returns the
+/// certificate and its key. (webpki refuses a self-signed CA certificate as a server's.)
+fn tls_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run openssl ({e}): apt-get install openssl"));
+        assert!(
+            output.status.success(),
+            "openssl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let days = ["-days", "1"];
+    openssl(
+        &[
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=kprof test CA",
+            ],
+            &days[..],
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    );
+    openssl(&[
+        "req",
+        "-new",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "cert.csr",
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n",
+    )
+    .unwrap();
+    openssl(
+        &[
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "cert.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+            ],
+            &days[..],
+            &["-extfile", "ext.cnf", "-out", "cert.pem"],
+        ]
+        .concat(),
+    );
+    (dir.join("cert.pem"), dir.join("key.pem"))
 }
 
 /// The status of `GET path` on 127.0.0.1:`port`, `None` when it cannot be had.
