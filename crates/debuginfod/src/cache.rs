@@ -10,9 +10,9 @@
 //! - A miss on every server is an empty `TARGET` (mode 0666 less umask): until its mtime is
 //!   older than `cache_miss_s` seconds (default 600), nobody asks the servers again.
 //! - `cache_miss_s`, `cache_clean_interval_s` (86400) and `max_unused_age_s` (604800) are
-//!   created with those defaults when absent. Cleaning old entries is left to elfutils' clients,
-//!   which do it on their next query; a hit here updates the file's atime, as elfutils does,
-//!   so that cleaning sees what kprof uses.
+//!   created with those defaults when absent; module `clean` removes unused entries as
+//!   elfutils does, and a hit here updates the file's atime so that cleaning (elfutils' or
+//!   kprof's) sees what kprof uses.
 
 use std::fs::{self, DirBuilder, File, FileTimes, OpenOptions};
 use std::io::{self, Read, Write};
@@ -26,10 +26,10 @@ use crate::Artifact;
 
 const CACHE_MISS_FILE: &str = "cache_miss_s";
 const CACHE_MISS_DEFAULT_S: i64 = 600;
-const CLEAN_INTERVAL_FILE: &str = "cache_clean_interval_s";
-const CLEAN_INTERVAL_DEFAULT_S: i64 = 86400;
-const MAX_UNUSED_AGE_FILE: &str = "max_unused_age_s";
-const MAX_UNUSED_AGE_DEFAULT_S: i64 = 604800;
+pub(crate) const CLEAN_INTERVAL_FILE: &str = "cache_clean_interval_s";
+pub(crate) const CLEAN_INTERVAL_DEFAULT_S: i64 = 86400;
+pub(crate) const MAX_UNUSED_AGE_FILE: &str = "max_unused_age_s";
+pub(crate) const MAX_UNUSED_AGE_DEFAULT_S: i64 = 604800;
 
 /// The client cache directory.
 #[derive(Debug, Clone)]
@@ -244,7 +244,7 @@ fn hashed_escape(path: &str) -> String {
 
 /// One of elfutils' settings files: its number, or `default` written into it when it is
 /// empty or new (`debuginfod_config_cache`). Text that is not a number reads as `default`.
-fn setting(path: &Path, default: i64) -> io::Result<i64> {
+pub(crate) fn setting(path: &Path, default: i64) -> io::Result<i64> {
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)

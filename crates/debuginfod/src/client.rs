@@ -28,12 +28,15 @@ enum Answer {
 
 impl Client {
     /// A client for `config`; creates the cache directory (0700) and elfutils' settings files
-    /// in it when absent.
+    /// in it when absent, and cleans it as elfutils does when `cache_clean_interval_s` has
+    /// passed.
     pub fn new(config: Config) -> Result<Client, Error> {
         let cache = Cache::open(&config.cache_dir).map_err(|source| Error::Cache {
             path: config.cache_dir.clone(),
             source,
         })?;
+        // Best effort, as elfutils: a cache that cannot be cleaned still serves.
+        let _ = crate::clean::clean_if_due(cache.root());
         Ok(Client {
             agent: http::agent(&config),
             config,

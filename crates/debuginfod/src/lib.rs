@@ -29,6 +29,7 @@
 
 mod build_id;
 mod cache;
+mod clean;
 mod client;
 mod config;
 mod error;
