@@ -258,3 +258,59 @@ fn matches_build_id(path: &std::path::Path, build_id: &str, artifact: Artifact<'
         _ => elf_build_id(path).ok().flatten().as_deref() == Some(build_id),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn client(cache: &std::path::Path) -> Client {
+        Client::new(Config {
+            urls: vec!["http://127.0.0.1:9".to_string()],
+            cache_dir: cache.to_path_buf(),
+            timeout: Duration::from_secs(1),
+            max_size: None,
+            max_time: None,
+            jobs: 2,
+        })
+        .unwrap()
+    }
+
+    /// One client is shared by the fetching threads.
+    #[test]
+    fn client_send_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Client>();
+    }
+
+    /// A build-id that is not lowercase hex, or a relative source path, is refused before
+    /// it becomes a path or URL: nothing created, no server asked.
+    #[test]
+    fn fetch_invalid_request_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let client = client(dir.path());
+        for id in ["../../etc", "ABCD", "abc", ""] {
+            let result = client.fetch(id, Artifact::Debuginfo);
+            assert!(
+                matches!(result, Err(FetchError::InvalidBuildId { .. })),
+                "{id}: {result:?}"
+            );
+            assert_eq!(client.cached(id, Artifact::Debuginfo), None);
+        }
+        let result = client.fetch("abcd", Artifact::Source("src/m.c"));
+        assert!(
+            matches!(result, Err(FetchError::InvalidSourcePath { .. })),
+            "{result:?}"
+        );
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["cache_clean_interval_s", "cache_miss_s", "max_unused_age_s"]
+        );
+        assert!(client.server_failures().is_empty());
+    }
+}
