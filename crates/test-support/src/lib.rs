@@ -5,6 +5,8 @@
 //! symbolized by kprof-symbols, headless Chromium), for the host crates' tests.
 #![warn(missing_docs)]
 
+#[cfg(feature = "debuginfod")]
+pub mod debuginfod;
 #[cfg(feature = "report")]
 pub mod report;
 
@@ -25,6 +27,7 @@ pub fn kprofctl(bin: &Path, home: &Path, work: &Path) -> Command {
         .env_remove("KPROF_PASSWORD")
         .env_remove("KPROF_AGENT")
         .env_remove("BUILDDIR")
+        .env_remove("DEBUGINFOD_URLS")
         .stdin(Stdio::null());
     cmd
 }
