@@ -462,7 +462,8 @@ board_debuginfod_start() {
     pid=$!
     echo "$pid" >"$state/pid"
     start=$SECONDS
-    until board_debuginfod_indexed "$port"; do
+    # Twice in a row: a scanner that has just taken the last file may not count itself busy yet.
+    until board_debuginfod_indexed "$port" && sleep 0.3 && board_debuginfod_indexed "$port"; do
       [ -e "/proc/$pid" ] || break
       [ $((SECONDS - start)) -lt "${KPROF_BOARD_DEBUGINFOD_TIMEOUT:-300}" ] || {
         board_debuginfod_stop
