@@ -406,8 +406,10 @@ board_debuginfod_paths() {
   for p in "$dir"/build/*; do
     [ -d "$p" ] && [ "$p" != "$dir/build/linux-$ver" ] && echo "$p"
   done
+  # The trailing slash: Buildroot's staging is a symlink (to host/<tuple>/sysroot), and
+  # debuginfod walks a symlinked path as the link itself, silently indexing nothing.
   for p in "$dir/images/kprof-symbols" "$dir/staging"; do
-    [ -d "$p" ] && echo "$p"
+    [ -d "$p" ] && echo "$p/"
   done
   rm -rf "$relocated"
   mkdir -p "$relocated"

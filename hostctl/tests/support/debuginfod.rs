@@ -152,9 +152,10 @@ pub fn buildroot_paths(out: &Path, relocated: &Path) -> Vec<PathBuf> {
         .collect();
     builds.sort();
     paths.extend(builds);
+    // Resolved: Buildroot's staging is a symlink, which debuginfod would index as nothing.
     for p in [out.join("images/kprof-symbols"), out.join("staging")] {
         if p.is_dir() {
-            paths.push(p);
+            paths.push(std::fs::canonicalize(&p).unwrap());
         }
     }
     relocate_modules(&out.join("build"), relocated);
