@@ -1,9 +1,9 @@
-//! A real elfutils `debuginfod` (Debian's package) for the tests of the debuginfod client, of
-//! kprofctl and of the boards: started on a free 127.0.0.1 port with a database of its own,
-//! waited for until it has indexed its paths, killed on drop; and elfutils' own client
-//! (`debuginfod-find`) to check a server on its own.
+//! A real elfutils `debuginfod` (Debian's package) for the tests of issue 22: started
+//! on a free 127.0.0.1 port with a database of its own, waited for until it has indexed its
+//! paths, killed on drop. Also what a Buildroot user serves from an output dir, and the
+//! mount-namespace wrapper that hides the build tree from kprofctl.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -138,6 +138,73 @@ fn indexed(metrics: &str) -> bool {
         && value("thread_busy{role=\"scan\"}") == Some(0.0)
 }
 
+/// What a Buildroot user serves from an output dir (docs/debuginfod.md, Buildroot; the same
+/// list as `ci/board/lib.sh` `board_debuginfod_paths`): vmlinux, the other `build/*` package
+/// dirs, `images/kprof-symbols/`, `staging/` when present, and `relocated` — copies of every
+/// `.ko` under `build/` with their debug sections relocated, made here ([`relocate_modules`]).
+pub fn buildroot_paths(out: &Path, relocated: &Path) -> Vec<PathBuf> {
+    let ver = std::fs::read_to_string(out.join("kernel-version")).unwrap();
+    let kernel = out.join("build").join(format!("linux-{}", ver.trim()));
+    let mut paths = vec![kernel.join("vmlinux")];
+    let mut builds: Vec<PathBuf> = std::fs::read_dir(out.join("build"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && *p != kernel)
+        .collect();
+    builds.sort();
+    paths.extend(builds);
+    // Resolved: Buildroot's staging is a symlink, which debuginfod would index as nothing.
+    for p in [out.join("images/kprof-symbols"), out.join("staging")] {
+        if p.is_dir() {
+            paths.push(std::fs::canonicalize(&p).unwrap());
+        }
+    }
+    relocate_modules(&out.join("build"), relocated);
+    paths.push(relocated.to_owned());
+    paths
+}
+
+/// `eu-strip --reloc-debug-sections-only` copies of every `.ko` under `dir`: debuginfod reads
+/// an ET_REL file's DWARF unrelocated and records no usable source path for it
+/// (docs/virtual-board.md), so `/source/` of a module needs these.
+pub fn relocate_modules(dir: &Path, into: &Path) {
+    for ko in files_named(dir, ".ko") {
+        let rel = ko.strip_prefix(dir).unwrap();
+        let dest = into.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        let out = Command::new("eu-strip")
+            .arg("--reloc-debug-sections-only")
+            .arg("-o")
+            .arg(&dest)
+            .arg(&ko)
+            .output()
+            .expect("eu-strip (Debian package elfutils)");
+        assert!(
+            out.status.success(),
+            "eu-strip --reloc-debug-sections-only {}: {}",
+            ko.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn files_named(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() {
+                todo.push(e.path());
+            } else if t.is_file() && e.file_name().to_string_lossy().ends_with(suffix) {
+                found.push(e.path());
+            }
+        }
+    }
+    found
+}
+
 /// The server half on its own: elfutils' `debuginfod-find ARTIFACT ID [PATH]` (fresh cache)
 /// gets a non-empty file from `url`.
 pub fn assert_served(url: &str, artifact: &str, id: &str, source: Option<&Path>) {
@@ -164,4 +231,81 @@ pub fn build_id(elf: &Path) -> String {
         .lines()
         .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
         .unwrap_or_else(|| panic!("{} has no build-id", elf.display()))
+}
+
+/// The first compile unit's `DW_AT_comp_dir` and the directory of its `DW_AT_name` when that
+/// is absolute: where the file's sources are (readelf stops being read after the first unit).
+pub fn source_dirs(elf: &Path) -> Vec<PathBuf> {
+    let mut child = Command::new("readelf")
+        .args(["--debug-dump=info", "--dwarf-depth=1"])
+        .arg(elf)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut dirs = Vec::new();
+    let (mut comp_dir, mut name) = (false, false);
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(line) = line else { break };
+        let value = || line.rsplit_once("): ").map(|(_, v)| v.trim().to_owned());
+        if !comp_dir && line.contains("DW_AT_comp_dir") {
+            comp_dir = true;
+            dirs.extend(value().map(PathBuf::from));
+        } else if !name && line.contains("DW_AT_name") {
+            name = true;
+            if let Some(v) = value().filter(|v| v.starts_with('/')) {
+                dirs.extend(Path::new(&v).parent().map(Path::to_owned));
+            }
+        }
+        if comp_dir && name {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(comp_dir, "{}: no DW_AT_comp_dir", elf.display());
+    dirs
+}
+
+/// The outermost of `dirs`: mounting over a dir already hidden by its parent's tmpfs would
+/// fail (it no longer exists there), and is not needed.
+pub fn outermost(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+    dirs.sort();
+    dirs.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        if !kept.iter().any(|k| d.starts_with(k)) {
+            kept.push(d);
+        }
+    }
+    kept
+}
+
+/// `cmd` (program, arguments, environment and working dir kept) run as root in a private
+/// mount namespace where each of `hidden` is an empty tmpfs: the process sees none of those
+/// files, while everything outside the namespace (the debuginfod server) still does.
+pub fn hidden(cmd: &Command, hidden: &[PathBuf]) -> Command {
+    const SCRIPT: &str = r#"n=$1; shift
+while [ "$n" -gt 0 ]; do mount -t tmpfs -o size=1m,mode=0755 kprof-hidden "$1"; shift; n=$((n - 1)); done
+exec "$@""#;
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["--mount", "--propagation", "private", "--", "sh", "-ec"])
+        .arg(SCRIPT)
+        .arg("sh")
+        .arg(hidden.len().to_string())
+        .args(hidden)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .stdin(Stdio::null());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
 }
