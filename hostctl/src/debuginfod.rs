@@ -118,10 +118,17 @@ impl SymbolProvider for Debuginfod {
             "debuginfod",
             crate::progress::Counting::Percent,
         );
-        let bytes = AtomicU64::new(0);
+        // Bytes so far per request, to show the total received across the parallel downloads.
+        let per_file: Vec<AtomicU64> = requests.iter().map(|_| AtomicU64::new(0)).collect();
+        let total = AtomicU64::new(0);
         let results = self.client.fetch_all(&requests, &|p| match p {
-            Progress::Bytes { done, .. } => {
-                let _ = bytes.fetch_max(done, Ordering::Relaxed);
+            Progress::Bytes { file, done, .. } => {
+                let before = per_file
+                    .get(file)
+                    .map_or(0, |b| b.swap(done, Ordering::Relaxed));
+                let sum = total.fetch_add(done.saturating_sub(before), Ordering::Relaxed)
+                    + done.saturating_sub(before);
+                bar.set_message(format!("debuginfod {}", indicatif::HumanBytes(sum)));
             }
             Progress::Finished { .. } => bar.inc(1),
             _ => {}
