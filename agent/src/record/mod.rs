@@ -90,35 +90,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         target: o.pid,
         deadline: o.duration.map(|d| Instant::now() + d),
     };
-    let streamed = stream::until_stop(&mut rings, &mut sink, stop_when);
-    rings.disable();
-    let stop_ns = timefmt::now_ns();
-    // A write error (a full disk) ends the capture as a signal would, and what reached the
-    // file is sealed: the workload is not left running unobserved.
-    let (stop, write_error) = match streamed {
-        Ok(stop) => match rings.drain(&mut sink) {
-            Ok(()) => (stop, None),
-            Err(e) => (stop, Some(e)),
-        },
-        Err(e) => (Stop::WriteError, Some(e)),
-    };
-    let write_error = write_error.map(|error| {
-        warn(format_args!(
-            "writing {} failed: {error}: stopping the capture{} and sealing what was written",
-            perf_path.display(),
-            if workload.is_some() {
-                " and the command"
-            } else {
-                ""
-            }
-        ));
-        let (discarded_records, discarded_bytes) = rings.discard();
-        seal::WriteError {
-            error,
-            discarded_records,
-            discarded_bytes,
-        }
-    });
+    let (stop, write_error, stop_ns) =
+        stream_and_drain(&mut rings, &mut sink, stop_when, &perf_path);
     // Read while the fds are open: an event that counted nothing is told from one that
     // counted below its period.
     let counter_values = rings.counter_values();
@@ -149,6 +122,47 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         write_error,
     };
     seal::seal(sink, end, &mut work)
+}
+
+/// Streams the rings into perf.data until `stop_when` says stop, then drains them: why the
+/// capture stopped, the write error that ended it if one did, and when. A write error (a
+/// full disk) ends the capture as a signal would, and what reached the file is sealed: the
+/// workload is not left running unobserved; what the rings still held is counted as lost.
+fn stream_and_drain(
+    rings: &mut Rings,
+    sink: &mut Sink,
+    stop_when: StopWhen<'_>,
+    perf_path: &Path,
+) -> (Stop, Option<seal::WriteError>, u64) {
+    let with_workload = stop_when.workload.is_some();
+    let streamed = stream::until_stop(rings, sink, stop_when);
+    rings.disable();
+    let stop_ns = timefmt::now_ns();
+    let (stop, write_error) = match streamed {
+        Ok(stop) => match rings.drain(sink) {
+            Ok(()) => (stop, None),
+            Err(e) => (stop, Some(e)),
+        },
+        Err(e) => (Stop::WriteError, Some(e)),
+    };
+    let write_error = write_error.map(|error| {
+        warn(format_args!(
+            "writing {} failed: {error}: stopping the capture{} and sealing what was written",
+            perf_path.display(),
+            if with_workload {
+                " and the command"
+            } else {
+                ""
+            }
+        ));
+        let (discarded_records, discarded_bytes) = rings.discard();
+        seal::WriteError {
+            error,
+            discarded_records,
+            discarded_bytes,
+        }
+    });
+    (stop, write_error, stop_ns)
 }
 
 /// The notices gathered during setup, then what is being recorded and until when.
