@@ -1,0 +1,481 @@
+//! The QEMU board of `ci/board/up` (x86_64 or aarch64) as kprofctl's board tests see it
+//! (`hostctl/tests/board_*.rs`, feature `board`): the environment it prints, kprofctl with an
+//! isolated HOME, ssh for test set-up, and the checks more than one board runs.
+
+use crate::outcome;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The board from the environment, and a client whose known_hosts trusts its host key.
+#[derive(Debug)]
+pub struct Board {
+    /// `KPROF_BOARD`: `root@127.0.0.1:PORT`.
+    pub target: String,
+    /// The ssh port of `target`.
+    pub port: u16,
+    /// `KPROF_BOARD_SYMBOLS`: vmlinux, the unstripped module, the agent.
+    pub symbols: PathBuf,
+    /// `KPROF_BOARD_KEY`: root's ssh key.
+    pub key: PathBuf,
+    /// kprofctl's HOME, with a known_hosts that lists the board.
+    pub home: tempfile::TempDir,
+    /// kprofctl's working directory.
+    pub work: tempfile::TempDir,
+    /// The kprofctl binary under test.
+    kprofctl: PathBuf,
+}
+
+/// The environment variable `name`, which `ci/board/up` prints.
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run ci/board/up first"))
+}
+
+impl Board {
+    /// The board `ci/board/up` described in the environment, driven by `kprofctl` (the
+    /// test's `env!("CARGO_BIN_EXE_kprofctl")`).
+    pub fn from_env(kprofctl: impl Into<PathBuf>) -> Board {
+        let target = env("KPROF_BOARD");
+        let port = target.rsplit(':').next().unwrap().parse().unwrap();
+        let key = PathBuf::from(env("KPROF_BOARD_KEY"));
+        let known = std::env::var_os("KPROF_BOARD_KNOWN_HOSTS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| key.with_file_name("known_hosts"));
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        // The board's host key is fixed; the port in that file is the one of the `up` that
+        // wrote it, so the key is listed again for this board's port.
+        let text =
+            std::fs::read_to_string(&known).unwrap_or_else(|e| panic!("{}: {e}", known.display()));
+        let lines: String = text
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(_, key)| format!("[127.0.0.1]:{port} {key}\n"))
+            .collect();
+        std::fs::write(home.path().join(".ssh/known_hosts"), lines).unwrap();
+        Board {
+            target,
+            port,
+            symbols: PathBuf::from(env("KPROF_BOARD_SYMBOLS")),
+            key,
+            home,
+            work: tempfile::tempdir().unwrap(),
+            kprofctl: kprofctl.into(),
+        }
+    }
+
+    /// kprofctl with an isolated HOME and working directory, no terminal ([`crate::kprofctl`]).
+    pub fn kprofctl(&self) -> Command {
+        crate::kprofctl(&self.kprofctl, self.home.path(), self.work.path())
+    }
+
+    /// `kprofctl SUBCOMMAND TARGET -i KEY ...`.
+    pub fn on_board(&self, sub: &str) -> Command {
+        let mut cmd = self.kprofctl();
+        cmd.args([sub, &self.target, "-i"]).arg(&self.key);
+        cmd
+    }
+
+    /// A shell command on the board through OpenSSH's client (test set-up only).
+    pub fn ssh(&self, script: &str) -> String {
+        let out = Command::new("ssh")
+            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+            .args([
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "LogLevel=ERROR",
+                "-i",
+            ])
+            .arg(&self.key)
+            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ssh {script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The mychardrv write of `KPROF_BOARD_N` (default 10000) bytes, as `run`'s command.
+    pub fn workload(&self) -> Vec<String> {
+        let n = std::env::var("KPROF_BOARD_N").unwrap_or_else(|_| "10000".into());
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo {n} > /dev/mychardrv"),
+        ]
+    }
+
+    /// `run` of the mychardrv workload; returns the capture path on the board.
+    pub fn run_capture(&self, extra: &[&str]) -> (String, String) {
+        let (ok, out, err) = outcome(
+            self.on_board("run")
+                .args(extra)
+                .arg("--symbols")
+                .arg(&self.symbols)
+                .arg("--")
+                .args(self.workload()),
+        );
+        assert!(ok, "run failed:\n{err}");
+        let capture = out.lines().last().unwrap_or_default().trim().to_owned();
+        assert!(capture.ends_with(".kprof.tar.gz"), "{out}\n{err}");
+        (capture, err)
+    }
+
+    /// The archives fetched into the working directory's `kprof-captures`, sorted.
+    pub fn captures_here(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.work.path().join("kprof-captures"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".kprof.tar.gz"))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// `report CAPTURE --symbols SYMBOLS --format json EXTRA...`, which must succeed, parsed.
+pub fn report_json(
+    board: &Board,
+    capture: &Path,
+    symbols: &Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--symbols")
+            .arg(symbols)
+            .args(["--format", "json"])
+            .args(extra),
+    );
+    assert!(ok, "report failed: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
+}
+
+/// The first file called `name` below `dir`.
+pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            if let Some(f) = find_file(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// Where `needle` first occurs in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `run` of `workload` with `extra` options, then `fetch --no-report`: the local archive and
+/// run's stderr.
+pub fn run_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) -> (PathBuf, String) {
+    let (ok, out, err) = outcome(
+        board
+            .on_board("run")
+            .args(extra)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .arg("--")
+            .args(workload),
+    );
+    assert!(ok, "run failed:\n{err}");
+    let capture = out.lines().last().unwrap_or_default().trim().to_owned();
+    let name = Path::new(&capture)
+        .file_name()
+        .expect("capture path")
+        .to_owned();
+    let id = name
+        .to_string_lossy()
+        .trim_end_matches(".kprof.tar.gz")
+        .to_owned();
+    let (ok, _, fetch_err) = outcome(board.kprofctl().args(["fetch", &id, "--no-report"]));
+    assert!(ok, "fetch failed: {fetch_err}");
+    let local = board.work.path().join("kprof-captures").join(name);
+    assert!(local.is_file(), "{} not fetched", local.display());
+    (local, err)
+}
+
+/// The user's day's `kprofctl fetch` (every new capture, reported against the board's
+/// symbols): the summary names char_dev_cache_traverse and points at the HTML report. Returns
+/// the local copy of `capture` (its path on the board).
+pub fn fetch_day(board: &Board, capture: &str) -> PathBuf {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("fetch")
+            .arg("--symbols")
+            .arg(&board.symbols),
+    );
+    assert!(ok, "fetch failed: {err}");
+    assert!(
+        out.contains("char_dev_cache_traverse"),
+        "fetch summary:\n{out}"
+    );
+    assert!(out.contains("HTML report:"), "{out}");
+    let name = Path::new(capture).file_name().expect("capture path");
+    board
+        .captures_here()
+        .into_iter()
+        .find(|p| p.file_name() == Some(name))
+        .expect("fetched capture")
+}
+
+/// The user's day's call path: `--callers char_dev_cache_traverse` goes through
+/// mychardrv_write and the kernel's write path, vmlinux frames with file:line.
+pub fn check_day_callers(board: &Board, capture: &Path) {
+    let (ok, tree, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--callers", "char_dev_cache_traverse"]),
+    );
+    assert!(ok, "{err}");
+    for needle in [
+        "char_dev_cache_traverse",
+        "mychardrv_write",
+        "vfs_write",
+        "ksys_write",
+        "vmlinux",
+        "mychardrv.ko",
+    ] {
+        assert!(tree.contains(needle), "`{needle}` missing from:\n{tree}");
+    }
+    // vmlinux frames carry their source (file:line under the kernel tree).
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("vfs_write") && l.contains(".c:")),
+        "no file:line on the kernel write path:\n{tree}"
+    );
+}
+
+/// `report --callers FUNCTION --format json` against the Buildroot-like output dir
+/// (`KPROF_BOARD_BUILDROOT`: vmlinux, modules, and the image's user files by build-id).
+pub fn callers_json(board: &Board, capture: &Path, function: &str) -> serde_json::Value {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--buildroot")
+            .arg(env("KPROF_BOARD_BUILDROOT"))
+            .args(["--callers", function, "--format", "json"]),
+    );
+    assert!(ok, "report --callers {function}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
+}
+
+/// The heaviest path of a `--callers` tree, root first, as `image:symbol`.
+pub fn heaviest_path(tree: &serde_json::Value) -> Vec<String> {
+    let mut path = Vec::new();
+    let mut node = tree;
+    loop {
+        path.push(format!(
+            "{}:{}",
+            node["image"].as_str().unwrap_or("?"),
+            node["symbol"].as_str().unwrap_or("?")
+        ));
+        let best = node["children"]
+            .as_array()
+            .and_then(|c| c.iter().max_by_key(|n| n["samples"].as_u64().unwrap_or(0)));
+        match best {
+            Some(b) => node = b,
+            None => return path,
+        }
+    }
+}
+
+/// Must hold (call paths): the example program, stripped on the board and built without frame
+/// pointers, recorded with `--call-graph dwarf`: the heaviest callers path of
+/// char_dev_cache_traverse goes from the module through the kernel's write path and libc's
+/// write into the program's own functions, in that order.
+pub fn check_writer_dwarf_path(board: &Board) {
+    let (capture, _) = run_and_fetch(
+        board,
+        &["--call-graph", "dwarf"],
+        &["mychardrv-writer", "10000", "4"],
+    );
+    let json = callers_json(board, &capture, "char_dev_cache_traverse");
+    let path = heaviest_path(&json["tree"]);
+    type Frame<'a> = (&'a str, &'a dyn Fn(&str) -> bool);
+    let wanted: [Frame; 7] = [
+        ("mychardrv.ko", &|s| s == "mychardrv_write"),
+        ("vmlinux", &|s| s == "vfs_write"),
+        ("vmlinux", &|s| s == "ksys_write"),
+        ("libc.so.6", &|s| s.contains("write")),
+        ("mychardrv-writer", &|s| s == "write_request"),
+        ("mychardrv-writer", &|s| s == "run_batches"),
+        ("mychardrv-writer", &|s| s == "main"),
+    ];
+    let mut at = 0;
+    for frame in &path {
+        let Some((image, symbol)) = frame.split_once(':') else {
+            continue;
+        };
+        if at < wanted.len() && image == wanted[at].0 && wanted[at].1(symbol) {
+            at += 1;
+        }
+    }
+    assert_eq!(
+        at,
+        wanted.len(),
+        "the heaviest path stops matching at {:?}:\n{}",
+        wanted.get(at).map(|w| w.0),
+        path.join("\n  <- ")
+    );
+}
+
+/// Must hold (kernel leaf callers): char_dev_cache_checksum sets up no frame (its disassembly
+/// in the unstripped module has no frame-pointer save), and `--callers` still names its
+/// immediate caller, mychardrv_write, in at least 95 % of its samples.
+pub fn check_frameless_leaf_caller(board: &Board, objdump: &str, frame_save: &str) {
+    let ko = find_file(&board.symbols, "mychardrv.ko").expect("mychardrv.ko");
+    let out = Command::new(objdump)
+        .args([
+            "-d",
+            "--no-show-raw-insn",
+            "--disassemble=char_dev_cache_checksum",
+        ])
+        .arg(&ko)
+        .output()
+        .unwrap_or_else(|e| panic!("{objdump}: {e}"));
+    let asm = String::from_utf8_lossy(&out.stdout);
+    assert!(asm.contains("<char_dev_cache_checksum>:"), "{asm}");
+    assert!(
+        !asm.contains(frame_save),
+        "char_dev_cache_checksum sets up a frame:\n{asm}"
+    );
+
+    let (capture, _) = run_and_fetch(board, &[], &["mychardrv-writer", "20000", "4"]);
+    let json = callers_json(board, &capture, "char_dev_cache_checksum");
+    let tree = &json["tree"];
+    let total = tree["samples"].as_u64().unwrap_or(0);
+    assert!(total >= 20, "too few samples in the leaf: {total}");
+    let direct = tree["children"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["symbol"] == "mychardrv_write")
+        .map(|c| c["samples"].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    assert!(
+        direct * 100 >= total * 95,
+        "mychardrv_write is the immediate caller in {direct} of {total} samples:\n{tree:#}"
+    );
+}
+
+/// Issue 15's blocking read: `run --off-cpu` of `dd` making READS one-byte reads of
+/// /dev/mychardrv, each waiting read_delay_ms (default 20; 50 here, or
+/// KPROF_BOARD_READ_DELAY_MS) for the simulated device. The off-CPU
+/// report puts READS x 20 ms (within 10 %) under mychardrv_read, in state D (the driver waits
+/// killable), on the path schedule ← … ← mychardrv_read ← vfs_read ← ksys_read.
+pub fn check_blocking_read(board: &Board) {
+    const READS: u64 = 20;
+    let param = "/sys/module/mychardrv/parameters/read_delay_ms";
+    let default_ms: u64 = board
+        .ssh(&format!("cat {param}"))
+        .trim()
+        .parse()
+        .expect("mychardrv has read_delay_ms");
+    assert_eq!(default_ms, 20, "the documented default");
+    // Each wake-up costs the emulated board a couple of ms on top of the delay (QEMU TCG on a
+    // shared host); a longer delay keeps that under the 10 % the test allows.
+    let delay_ms: u64 = std::env::var("KPROF_BOARD_READ_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    board.ssh(&format!("echo {delay_ms} > {param}"));
+    let workload = format!("dd if=/dev/mychardrv of=/dev/null bs=1 count={READS}");
+    let (local, err) = run_and_fetch(board, &["--off-cpu"], &["sh", "-c", &workload]);
+    board.ssh(&format!("echo {default_ms} > {param}"));
+    assert!(err.contains("sched:sched_switch"), "{err}");
+    let json = report_json(
+        board,
+        &local,
+        &board.symbols,
+        &["--off-cpu", "--comm", "dd"],
+    );
+    let read = json["off_cpu"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["symbol"] == "mychardrv_read")
+        .unwrap_or_else(|| panic!("no mychardrv_read in the off-CPU functions: {json:#}"));
+    assert_eq!(read["image"], "mychardrv.ko");
+    assert_eq!(read["times"], READS, "{read}");
+    let want = (READS * delay_ms * 1_000_000) as f64;
+    let got = read["blocked_ns"].as_u64().unwrap() as f64;
+    assert!(
+        (0.9..=1.1).contains(&(got / want)),
+        "blocked {got} ns under mychardrv_read, {READS} reads x {delay_ms} ms = {want} ns"
+    );
+    assert_eq!(
+        read["uninterruptible_ns"], read["blocked_ns"],
+        "killable wait: D"
+    );
+    assert_blocked_in_read(&json);
+    let (ok, text, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(&local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--off-cpu", "--comm", "dd"]),
+    );
+    assert!(ok, "{err}");
+    assert!(
+        text.contains("mychardrv_read ← vfs_read ← ksys_read"),
+        "{text}"
+    );
+}
+
+/// The off-CPU paths of `report --off-cpu --format json` hold one through mychardrv_read that
+/// reads schedule ← … ← mychardrv_read ← vfs_read ← ksys_read.
+fn assert_blocked_in_read(json: &serde_json::Value) {
+    let path = json["off_cpu"]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["symbol"] == "mychardrv_read")
+        })
+        .expect("a path through mychardrv_read");
+    let names: Vec<&str> = path["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["symbol"].as_str().unwrap())
+        .collect();
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|f| *f == n)
+            .unwrap_or_else(|| panic!("{n} not on the path {names:?}"))
+    };
+    assert!(
+        at("schedule") < at("mychardrv_read")
+            && at("mychardrv_read") + 1 == at("vfs_read")
+            && at("vfs_read") + 1 == at("ksys_read"),
+        "schedule ← … ← mychardrv_read ← vfs_read ← ksys_read: {names:?}"
+    );
+}
