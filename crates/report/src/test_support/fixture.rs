@@ -31,99 +31,8 @@ pub const LIBC_UNKNOWN: usize = 11;
 // The profile model grows fields (capture metadata); their defaults suit every test.
 #[allow(clippy::needless_update)]
 pub fn profile() -> Profile {
-    let image = |name: &str, path: &str, kernel: bool, symbols: SymbolSource| Image {
-        name: name.to_owned(),
-        recorded_path: path.to_owned(),
-        build_id: Some(format!("{:0>40}", name.len())),
-        kernel,
-        symbols,
-    };
-    let images = vec![
-        image(
-            "vmlinux",
-            "[kernel.kallsyms]",
-            true,
-            SymbolSource::BuildId {
-                path: PathBuf::from("/build/linux/vmlinux"),
-            },
-        ),
-        image("mychardrv.ko", "[mychardrv]", true, SymbolSource::Kallsyms),
-        image(
-            "app",
-            "/usr/bin/app",
-            false,
-            SymbolSource::BuildId {
-                path: PathBuf::from("/build/app/app"),
-            },
-        ),
-        image(
-            "libc.so.6",
-            "/lib/libc.so.6",
-            false,
-            SymbolSource::Missing {
-                why: "no file with build-id 9 found".to_owned(),
-            },
-        ),
-    ];
-    let function =
-        |image: usize, name: Option<&str>, start: u64, file: Option<&str>, line| Function {
-            image,
-            name: name.map(str::to_owned),
-            start,
-            size: Some(0x40),
-            file: file.map(str::to_owned),
-            line,
-        };
-    let functions = vec![
-        function(
-            VMLINUX,
-            Some("entry_SYSCALL_64"),
-            0xffff_ffff_8100_0000,
-            Some("arch/x86/entry/entry_64.S"),
-            Some(87),
-        ),
-        function(
-            VMLINUX,
-            Some("do_syscall_64"),
-            0xffff_ffff_8100_1000,
-            Some("arch/x86/entry/common.c"),
-            Some(73),
-        ),
-        function(
-            VMLINUX,
-            Some("ksys_write"),
-            0xffff_ffff_8120_0000,
-            Some("fs/read_write.c"),
-            Some(630),
-        ),
-        function(
-            VMLINUX,
-            Some("vfs_write"),
-            0xffff_ffff_8120_1000,
-            Some("fs/read_write.c"),
-            Some(564),
-        ),
-        function(MODULE, Some("mychardrv_write"), 0x100, None, None),
-        function(MODULE, Some("mychardrv_checksum"), 0x200, None, None),
-        function(APP, Some("_start"), 0x1000, None, None),
-        function(APP, Some("main"), 0x1100, Some("/src/app/main.c"), Some(40)),
-        function(
-            APP,
-            Some("compute"),
-            0x1200,
-            Some("/src/app/compute.c"),
-            Some(10),
-        ),
-        function(
-            APP,
-            Some("hot_loop<int>"),
-            0x1200,
-            Some("/src/app/compute.h"),
-            Some(3),
-        ),
-        function(LIBC, Some("write"), 0x9000, None, None),
-        function(LIBC, None, 0x9500, None, None),
-    ];
+    let images = images();
+    let functions = functions();
     let mut frames = Vec::new();
     let mut frame = |function: usize, address: u64, src: Option<(&str, u32)>, inlined: bool| {
         frames.push(Frame {
@@ -190,20 +99,7 @@ pub fn profile() -> Profile {
         stack(vec![libc_unknown, main_libc, start], [5, 0]),
     ];
     Profile {
-        events: vec![
-            Event {
-                name: "cpu-clock".to_owned(),
-                total_samples: 100,
-                total_period: 100_000_000,
-                period_known: true,
-            },
-            Event {
-                name: "page-faults".to_owned(),
-                total_samples: 10,
-                total_period: 10,
-                period_known: true,
-            },
-        ],
+        events: events(),
         images,
         functions,
         frames,
@@ -216,4 +112,123 @@ pub fn profile() -> Profile {
         warnings: vec!["libc.so.6: no file with build-id 9 found; addresses shown raw".to_owned()],
         ..Profile::default()
     }
+}
+
+/// vmlinux (by build-id), the module (kallsyms), the program (by build-id), libc (missing).
+fn images() -> Vec<Image> {
+    let image = |name: &str, path: &str, kernel: bool, symbols: SymbolSource| Image {
+        name: name.to_owned(),
+        recorded_path: path.to_owned(),
+        build_id: Some(format!("{:0>40}", name.len())),
+        kernel,
+        symbols,
+    };
+    vec![
+        image(
+            "vmlinux",
+            "[kernel.kallsyms]",
+            true,
+            SymbolSource::BuildId {
+                path: PathBuf::from("/build/linux/vmlinux"),
+            },
+        ),
+        image("mychardrv.ko", "[mychardrv]", true, SymbolSource::Kallsyms),
+        image(
+            "app",
+            "/usr/bin/app",
+            false,
+            SymbolSource::BuildId {
+                path: PathBuf::from("/build/app/app"),
+            },
+        ),
+        image(
+            "libc.so.6",
+            "/lib/libc.so.6",
+            false,
+            SymbolSource::Missing {
+                why: "no file with build-id 9 found".to_owned(),
+            },
+        ),
+    ]
+}
+
+/// The functions, in the order of the index constants.
+fn functions() -> Vec<Function> {
+    let function =
+        |image: usize, name: Option<&str>, start: u64, file: Option<&str>, line| Function {
+            image,
+            name: name.map(str::to_owned),
+            start,
+            size: Some(0x40),
+            file: file.map(str::to_owned),
+            line,
+        };
+    vec![
+        function(
+            VMLINUX,
+            Some("entry_SYSCALL_64"),
+            0xffff_ffff_8100_0000,
+            Some("arch/x86/entry/entry_64.S"),
+            Some(87),
+        ),
+        function(
+            VMLINUX,
+            Some("do_syscall_64"),
+            0xffff_ffff_8100_1000,
+            Some("arch/x86/entry/common.c"),
+            Some(73),
+        ),
+        function(
+            VMLINUX,
+            Some("ksys_write"),
+            0xffff_ffff_8120_0000,
+            Some("fs/read_write.c"),
+            Some(630),
+        ),
+        function(
+            VMLINUX,
+            Some("vfs_write"),
+            0xffff_ffff_8120_1000,
+            Some("fs/read_write.c"),
+            Some(564),
+        ),
+        function(MODULE, Some("mychardrv_write"), 0x100, None, None),
+        function(MODULE, Some("mychardrv_checksum"), 0x200, None, None),
+        function(APP, Some("_start"), 0x1000, None, None),
+        function(APP, Some("main"), 0x1100, Some("/src/app/main.c"), Some(40)),
+        function(
+            APP,
+            Some("compute"),
+            0x1200,
+            Some("/src/app/compute.c"),
+            Some(10),
+        ),
+        function(
+            APP,
+            Some("hot_loop<int>"),
+            0x1200,
+            Some("/src/app/compute.h"),
+            Some(3),
+        ),
+        function(LIBC, Some("write"), 0x9000, None, None),
+        function(LIBC, None, 0x9500, None, None),
+    ]
+}
+
+/// cpu-clock (100 samples of 1 ms) and page-faults (10).
+fn events() -> Vec<Event> {
+    vec![
+        Event {
+            name: "cpu-clock".to_owned(),
+            total_samples: 100,
+            total_period: 100_000_000,
+            period_known: true,
+        },
+        Event {
+            name: "page-faults".to_owned(),
+            total_samples: 10,
+            total_period: 10,
+            period_known: true,
+        },
+    ]
 }
