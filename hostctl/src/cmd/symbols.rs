@@ -22,6 +22,8 @@ pub struct SymbolsArgs {
     pub json: bool,
 }
 
+// TODO(issue 21 item 6): over 80 lines; split it with the debuginfod work in this file.
+#[allow(clippy::too_many_lines)]
 pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
     let l = load(&args.capture, &args.symbols)?;
     let p = &l.profile;
