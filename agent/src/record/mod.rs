@@ -71,15 +71,15 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     let perf_path = work.member(kprof_capture::PERF_DATA);
     let mut sink = Sink::create(&perf_path, &opened, o.compression)?;
 
-    rings.enable()?;
-    let start_ns = timefmt::now_ns().max(start_ns);
-    let data_maps = matches!(o.call_graph, Some(CallGraph::Dwarf { .. }));
-    synthesize::initial_state(&mut sink, &kernel, o.pid, data_maps)
-        .map_err(|e| Error::io(format!("cannot write {}", perf_path.display()), e))?;
-    if let Some(w) = workload.as_mut() {
-        w.release()
-            .map_err(|e| Error::Other(format!("cannot run `{}`: {e}", o.command[0])))?;
-    }
+    let start_ns = start_sampling(
+        o,
+        &mut rings,
+        &mut sink,
+        &perf_path,
+        &kernel,
+        workload.as_mut(),
+        start_ns,
+    )?;
     // From here on, a failure keeps what was captured.
     work.keep = true;
     announce(o, &notices, &opened, &cpus);
@@ -122,6 +122,29 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         write_error,
     };
     seal::seal(sink, end, &mut work)
+}
+
+/// Enables the events, writes the records of what already runs and lets the workload exec.
+/// Returns the capture's start time, not before the events were enabled.
+fn start_sampling(
+    o: &RecordOpts,
+    rings: &mut Rings,
+    sink: &mut Sink,
+    perf_path: &Path,
+    kernel: &kernel_state::KernelState,
+    workload: Option<&mut Workload>,
+    start_ns: u64,
+) -> Result<u64, Error> {
+    rings.enable()?;
+    let start_ns = timefmt::now_ns().max(start_ns);
+    let data_maps = matches!(o.call_graph, Some(CallGraph::Dwarf { .. }));
+    synthesize::initial_state(sink, kernel, o.pid, data_maps)
+        .map_err(|e| Error::io(format!("cannot write {}", perf_path.display()), e))?;
+    if let Some(w) = workload {
+        w.release()
+            .map_err(|e| Error::Other(format!("cannot run `{}`: {e}", o.command[0])))?;
+    }
+    Ok(start_ns)
 }
 
 /// Streams the rings into perf.data until `stop_when` says stop, then drains them: why the

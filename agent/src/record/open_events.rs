@@ -108,14 +108,7 @@ pub(super) fn open_all(
     let specs = requested_specs(o)?;
     let mut opened: Vec<Opened> = Vec::new();
     for (i, (spec, requested)) in specs.into_iter().enumerate() {
-        let freq = spec.freq.or(if spec.period.is_some() {
-            None
-        } else {
-            global_freq
-        });
-        let period = spec
-            .period
-            .or(if spec.freq.is_some() { None } else { o.period });
+        let (freq, period) = rates(&spec, global_freq, o.period);
         let attr = build_attr(&spec, i == 0, o, freq, period, watermark, regs_intr);
         match open_with_regs_intr(attr, tids, cpus, &spec.requested, &mut regs_intr, notices) {
             Ok((attr, fds)) => {
@@ -193,6 +186,26 @@ fn read_ids(opened: &mut [Opened]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// An event's frequency and period: its own (`-e cycles/period=N/`), else the global `-F`
+/// or `-c` unless the event set the other one.
+fn rates(
+    spec: &EventSpec,
+    global_freq: Option<u64>,
+    global_period: Option<u64>,
+) -> (Option<u64>, Option<u64>) {
+    let freq = spec.freq.or(if spec.period.is_some() {
+        None
+    } else {
+        global_freq
+    });
+    let period = spec.period.or(if spec.freq.is_some() {
+        None
+    } else {
+        global_period
+    });
+    (freq, period)
 }
 
 /// `--off-cpu`'s context-switch tracepoint on every CPU.

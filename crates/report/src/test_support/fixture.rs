@@ -31,8 +31,6 @@ pub const LIBC_UNKNOWN: usize = 11;
 // The profile model grows fields (capture metadata); their defaults suit every test.
 #[allow(clippy::needless_update)]
 pub fn profile() -> Profile {
-    let images = images();
-    let functions = functions();
     let mut frames = Vec::new();
     let mut frame = |function: usize, address: u64, src: Option<(&str, u32)>, inlined: bool| {
         frames.push(Frame {
@@ -80,13 +78,6 @@ pub fn profile() -> Profile {
     let drv_write = frame(DRV_WRITE, 0x140, None, false);
     let drv_sum = frame(DRV_CHECKSUM, 0x220, None, false);
 
-    // cpu-clock samples stand for 1 ms each, page-faults for one fault.
-    let stack = |frames: Vec<usize>, counts: [u64; 2]| Stack {
-        frames,
-        thread: 0,
-        counts: counts.to_vec(),
-        periods: vec![counts[0] * 1_000_000, counts[1]],
-    };
     let stacks = vec![
         stack(vec![hot, compute_hot, main_compute, start], [60, 6]),
         stack(vec![compute_self, main_compute, start], [10, 1]),
@@ -100,8 +91,8 @@ pub fn profile() -> Profile {
     ];
     Profile {
         events: events(),
-        images,
-        functions,
+        images: images(),
+        functions: functions(),
         frames,
         threads: vec![Thread {
             pid: 100,
@@ -114,6 +105,16 @@ pub fn profile() -> Profile {
     }
 }
 
+/// A stack of thread 0 with `counts` samples of each event: cpu-clock samples stand for 1 ms
+/// each, page-faults for one fault.
+fn stack(frames: Vec<usize>, counts: [u64; 2]) -> Stack {
+    Stack {
+        frames,
+        thread: 0,
+        counts: counts.to_vec(),
+        periods: vec![counts[0] * 1_000_000, counts[1]],
+    }
+}
 /// vmlinux (by build-id), the module (kallsyms), the program (by build-id), libc (missing).
 fn images() -> Vec<Image> {
     let image = |name: &str, path: &str, kernel: bool, symbols: SymbolSource| Image {
