@@ -96,12 +96,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     // counted below its period.
     let counter_values = rings.counter_values();
     let ring_dropped = rings.dropped();
-    if let Stop::Signal(sig @ 1..) = stop {
-        warn(format_args!("stopping on signal {sig}"));
-    }
-    if let Some(w) = workload.as_mut() {
-        w.terminate();
-    }
+    end_workload(stop, workload.as_mut());
     drop(rings);
 
     let end = seal::Ending {
@@ -186,6 +181,16 @@ fn stream_and_drain(
         }
     });
     (stop, write_error, stop_ns)
+}
+
+/// Says which signal stopped the capture, if one did, and ends the workload if it still runs.
+fn end_workload(stop: Stop, workload: Option<&mut Workload>) {
+    if let Stop::Signal(sig @ 1..) = stop {
+        warn(format_args!("stopping on signal {sig}"));
+    }
+    if let Some(w) = workload {
+        w.terminate();
+    }
 }
 
 /// The notices gathered during setup, then what is being recorded and until when.
