@@ -9,14 +9,9 @@
 //! `KPROF_BOARD_BUILDROOT`. Needs root, `unshare`, `debuginfod`, `eu-strip`, `bsdtar` (`-U`),
 //! `dpkg-deb`. `cargo test -p kprofctl --test board_debuginfod -- --ignored --test-threads=1`.
 
-#[path = "support/board.rs"]
-mod board;
-#[path = "integration/remote_support.rs"]
-mod remote_support;
-
-use board::{env, find_file, Board};
+use kprof_test_support::board::{env, find_file, Board};
 use kprof_test_support::debuginfod::{self, assert_served, build_id, hidden, Server};
-use remote_support::outcome;
+use kprof_test_support::outcome;
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -38,7 +33,7 @@ impl Day {
             is_root(),
             "board_debuginfod needs root (a mount namespace hides the build tree)"
         );
-        let board = Board::from_env();
+        let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
         let out = PathBuf::from(env("KPROF_BOARD_BUILDROOT"));
         let ko = out.join("build/mychardrv-1.0/mychardrv.ko");
         let vmlinux = find_file(&board.symbols, "vmlinux").expect("vmlinux");

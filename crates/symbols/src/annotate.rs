@@ -82,6 +82,8 @@ pub struct Instruction {
 /// Annotates function `function` of `profile`, counting event `event`, reading code and line
 /// tables from `file` (the image's symbol file, when there is one), rewriting source paths
 /// with `rewrite` and reading them through `sources`.
+// TODO(issue 21 item 6): over 80 lines; being split in crates/symbols' own branch.
+#[allow(clippy::too_many_lines)]
 pub fn annotate(
     profile: &Profile,
     filter: &Filter,

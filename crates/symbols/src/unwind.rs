@@ -412,6 +412,8 @@ impl ProcessUnwinder {
     }
 
     /// Unwinds the stack `stack` copied at `regs.sp`, asking `place` where each address is.
+    // TODO(issue 21 item 6): over 80 lines; being split in crates/symbols' own branch.
+    #[allow(clippy::too_many_lines)]
     pub fn unwind(
         &mut self,
         regs: &UnwindRegs,

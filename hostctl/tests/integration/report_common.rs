@@ -1,5 +1,4 @@
 //! Shared by the report tests: the C workload, recorded once with Linux `perf record`.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -246,6 +246,8 @@ struct State<'a> {
 }
 
 impl<'a> State<'a> {
+    // TODO(issue 21 item 6): over 80 lines; being split in crates/symbols' own branch.
+    #[allow(clippy::too_many_lines)]
     fn new(sources: &'a Sources, opts: &'a Options, capture: &Capture) -> Self {
         let mut profile = Profile {
             meta: Meta {
