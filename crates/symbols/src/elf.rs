@@ -6,6 +6,7 @@
 //! applied before DWARF is read, so the load addresses of samples are looked up directly.
 //! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
 
+pub use crate::arch::Arch;
 use crate::demangle::demangle;
 use crate::error::{Error, Result};
 use crate::unwind::Cfi;
@@ -71,17 +72,6 @@ const MODULE_ENTRY_ALIASES: &[&str] = &["init_module", "cleanup_module"];
 
 /// Symbols kept by name whatever else is at their address.
 const ANCHORS: &[&str] = &["_text", "_stext"];
-
-/// Instruction set of a symbol file, for the disassembler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arch {
-    /// x86-64.
-    X86_64,
-    /// 64-bit Arm.
-    Aarch64,
-    /// Anything else: no disassembly.
-    Other,
-}
 
 #[derive(Debug, Clone)]
 struct Sym {

@@ -10,7 +10,7 @@
 //! frame pointer is never taken for code without CFI, so a path is cut short rather than
 //! continued with invented callers.
 
-use crate::elf::Arch;
+use crate::arch::Arch;
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
