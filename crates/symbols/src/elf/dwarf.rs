@@ -97,21 +97,24 @@ fn load_dwarf(
     obj: &object::File<'_>,
     map: &Rc<memmap2::Mmap>,
     reloc: Option<&SectionAddrs>,
-) -> Result<gimli::Dwarf<Reader>, String> {
+) -> Result<gimli::Dwarf<Reader>, DwarfError> {
     let endian = if obj.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
     };
-    let load = |id: gimli::SectionId| -> Result<Reader, String> {
+    let load = |id: gimli::SectionId| -> Result<Reader, DwarfError> {
         let Some(sec) = obj.section_by_name(id.name()) else {
             return Ok(Reader::new(SectionBytes::Owned(Rc::from(&[][..])), endian));
         };
         let data: Cow<'_, [u8]> = sec
             .uncompressed_data()
-            .map_err(|e| format!("{}: {e}", id.name()))?;
+            .map_err(|error| DwarfError::Section {
+                section: id.name(),
+                error,
+            })?;
         let data = match reloc {
-            Some(addrs) => Cow::Owned(relocate(obj, &sec, data.into_owned(), addrs)?),
+            Some(addrs) => Cow::Owned(relocate(obj, &sec, data.into_owned(), addrs)),
             None => data,
         };
         let bytes = match data {
@@ -130,6 +133,22 @@ fn load_dwarf(
     gimli::Dwarf::load(load)
 }
 
+/// Why the DWARF of a file cannot be read; the caller names the file.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum DwarfError {
+    /// A debug section could not be read or decompressed.
+    #[error("{section}: {error}")]
+    Section {
+        /// Its name (`.debug_info`).
+        section: &'static str,
+        /// Why.
+        error: object::Error,
+    },
+    /// The sections do not parse as DWARF.
+    #[error("{0}")]
+    Parse(gimli::Error),
+}
+
 /// What a lookup needs of a file's DWARF: its context, and the build trees it names.
 pub(super) type Loaded = (addr2line::Context<Reader>, Vec<String>);
 
@@ -139,13 +158,13 @@ pub(super) fn load(
     obj: &object::File<'_>,
     map: &Rc<memmap2::Mmap>,
     reloc: Option<&SectionAddrs>,
-) -> Result<Option<Loaded>, String> {
+) -> Result<Option<Loaded>, DwarfError> {
     if obj.section_by_name(".debug_info").is_none() {
         return Ok(None);
     }
     let d = load_dwarf(obj, map, reloc)?;
     let roots = build_trees(&d);
-    let context = addr2line::Context::from_dwarf(d).map_err(|e| e.to_string())?;
+    let context = addr2line::Context::from_dwarf(d).map_err(DwarfError::Parse)?;
     Ok(Some((context, roots)))
 }
 

@@ -291,7 +291,7 @@ fn cfi_of(obj: &object::File<'_>, section_addr: &SectionAddrs, relocatable: bool
     let debug_frame = if relocatable {
         obj.section_by_name(".debug_frame").and_then(|sec| {
             let data = sec.uncompressed_data().ok()?.into_owned();
-            relocate(obj, &sec, data, section_addr).ok()
+            Some(relocate(obj, &sec, data, section_addr))
         })
     } else {
         None

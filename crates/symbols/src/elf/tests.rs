@@ -159,3 +159,23 @@ fn open_elf_not_elf_or_missing_error_names_path() {
         "{e}"
     );
 }
+
+/// Damaged compressed DWARF is a `BadElf` error naming the file and the section.
+#[test]
+fn open_elf_damaged_compressed_dwarf_error_names_section() {
+    let (_dir, file) = build(&["-g", "-O0", "-gz=zlib"], "prog");
+    let mut data = std::fs::read(&file).unwrap();
+    let (off, len) = {
+        let obj = object::File::parse(&data[..]).unwrap();
+        let sec = obj.section_by_name(".debug_info").expect(".debug_info");
+        sec.file_range().unwrap()
+    };
+    // Past the compression header (24 bytes) and the zlib header: the deflate stream.
+    let (from, to) = (off as usize + 26, (off + len) as usize);
+    data[from..to].fill(0xff);
+    std::fs::write(&file, &data).unwrap();
+    let e = SymbolFile::open(&file, None, None).unwrap_err();
+    assert!(matches!(e, Error::BadElf { .. }), "{e:?}");
+    let want = format!("{}: bad ELF file: DWARF: .debug_info: ", file.display());
+    assert!(e.to_string().starts_with(&want), "{e}");
+}
