@@ -1,7 +1,7 @@
 //! Record dispatch: what each perf record (sample, comm, fork, mmap, lost) does to the
 //! symbolizer's state, and the warnings left when all records are read.
 
-use super::address_space::Mapping;
+use super::user_space::Mapping;
 use super::{Progress, State};
 use crate::capture::{Capture, PerfData};
 use crate::error::{Error, Result};
@@ -77,7 +77,7 @@ fn read_records(
         let (attr_index, record, bytes, time) = match item {
             Item::Event(attr_index, record, bytes, time) => (attr_index, record, bytes, time),
             Item::BuildId(key, id) => {
-                st.header_build_ids.insert(key, hex(&id));
+                st.images.header_build_ids.insert(key, hex(&id));
                 return;
             }
         };
@@ -114,7 +114,7 @@ fn read_header(
 ) -> std::result::Result<(), String> {
     if let Ok(ids) = perf_file.build_ids() {
         for (k, v) in ids {
-            st.header_build_ids.insert(k, hex(&v.build_id));
+            st.images.header_build_ids.insert(k, hex(&v.build_id));
         }
     }
     if st.profile.meta.hostname.is_none() {
@@ -181,11 +181,13 @@ impl State<'_> {
         }
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
-        let thread = self.thread(pid, tid);
+        let thread = self.stacks.thread(&mut self.profile.threads, pid, tid);
         stack_buf.clear();
         self.sample_frames(s, pid, stack_buf);
         let nev = self.profile.events.len();
-        let idx = self.intern_stack(thread, stack_buf, nev);
+        let idx = self
+            .stacks
+            .intern(&mut self.profile.stacks, thread, stack_buf, nev);
         if switch {
             let raw = s.raw.as_ref().map(|r| r.as_slice());
             self.on_switch(raw.as_deref(), time, s.cpu.unwrap_or(u32::MAX), idx);
@@ -220,9 +222,10 @@ impl State<'_> {
     ) {
         let path = String::from_utf8_lossy(path).into_owned();
         if pid == -1 || matches!(cpu_mode, CpuMode::Kernel) {
-            self.add_kernel_mapping(&path, start, len, pgoff);
+            self.kernel
+                .add_mapping((&path, start, len, pgoff), &self.images.header_build_ids);
         } else if executable {
-            self.add_mapping(
+            self.user.add_mapping(
                 pid,
                 Mapping {
                     start,
@@ -241,22 +244,16 @@ impl State<'_> {
         match record {
             EventRecord::Comm(c) => {
                 let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
-                // An exec keeps the mappings seen so far, as perf does: the new image's
-                // MMAP2 records replace the old ones they overlap. Clearing them here lost the
-                // new image when its exec COMM sorts after its first MMAP2 (the exec moved to
-                // another CPU whose clock is ahead), and every fp chain through it was cut.
                 if c.is_execve {
-                    self.unwinders.remove(&c.pid);
+                    self.user.exec(c.pid);
                 }
-                self.comms.insert(c.tid, name);
+                self.stacks.set_comm(c.tid, name);
             }
             EventRecord::Fork(f) => {
                 if f.pid != f.ppid {
-                    self.inherit_mappings(f.pid, f.ppid);
+                    self.user.inherit_mappings(f.pid, f.ppid);
                 }
-                if let Some(c) = self.comms.get(&f.ptid).cloned() {
-                    self.comms.entry(f.tid).or_insert(c);
-                }
+                self.stacks.fork(f.ptid, f.tid);
             }
             EventRecord::Mmap(m) => self.on_mmap(
                 m.pid,
@@ -296,19 +293,7 @@ impl State<'_> {
         capture: &Capture,
     ) -> std::result::Result<(), String> {
         let shown = &capture.path;
-        for (list, what) in [
-            (&self.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
-            (&self.no_lines, "without DWARF line info (functions, no source lines)"),
-        ] {
-            if !list.is_empty() {
-                let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
-                if list.len() > 8 {
-                    names.push_str(&format!(" and {} more", list.len() - 8));
-                }
-                let n = list.len();
-                self.profile.warnings.push(format!("{n} user image(s) {what}: {names}"));
-            }
-        }
+        self.images.summary_warnings(&mut self.profile.warnings);
         self.finish_off_cpu();
         self.event_warnings(capture);
         self.unwind_warnings();
