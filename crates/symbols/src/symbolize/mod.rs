@@ -18,6 +18,7 @@
 //! And the steps that use them:
 //!
 //! - [`records`]: what each perf record does to the state (record dispatch);
+//! - [`events`]: event names and periods from the header, event warnings at the end;
 //! - [`address_space`]: a sampled address to its image and frames, kernel or user;
 //! - [`call_paths`]: kernel callchain + unwound user frames, marked ends, aarch64 LR callers;
 //! - [`timeline`]: capture start, the samples' times and the markers;
@@ -25,6 +26,7 @@
 
 mod address_space;
 mod call_paths;
+mod events;
 mod images;
 mod kernel_space;
 mod off_cpu;
