@@ -2,6 +2,7 @@
 //! manifest), the `dummy` events dropped at the end, and the warnings about events that
 //! produced no or too few samples or were throttled.
 
+use super::records::RecordsError;
 use super::State;
 use crate::capture::Capture;
 use crate::profile::Event;
@@ -36,7 +37,7 @@ impl State<'_> {
         &mut self,
         perf_file: &linux_perf_data::PerfFile,
         capture: &Capture,
-    ) -> Result<(), String> {
+    ) -> Result<(), RecordsError> {
         if let Ok(ids) = perf_file.build_ids() {
             for (k, v) in ids {
                 self.images.header_build_ids.insert(k, hex(&v.build_id));
@@ -51,7 +52,7 @@ impl State<'_> {
         }
         let attrs = perf_file.event_attributes();
         if attrs.is_empty() {
-            return Err("no event attributes".into());
+            return Err(RecordsError::NoEvents);
         }
         use linux_perf_data::linux_perf_event_reader::{SampleFormat, SamplingPolicy};
         for (i, a) in attrs.iter().enumerate() {
@@ -565,6 +566,32 @@ mod tests {
             )),
             "{:?}",
             p.warnings
+        );
+    }
+
+    /// Records damaged before the first sample are an error naming the file, the damage
+    /// and that no sample could be read, not an empty profile.
+    #[test]
+    fn symbolize_perfdata_damaged_before_samples_error() {
+        let mut data = perf_data(&[Ev {
+            config: 0,
+            period: Some(1000),
+            with_period: true,
+            samples: at_two_ips(2, 1000),
+            throttles: 0,
+        }]);
+        // The first record's size, smaller than its own header.
+        let size_at = 104 + ATTR_SIZE + 16 + 6;
+        data[size_at..size_at + 2].copy_from_slice(&4u16.to_le_bytes());
+        let c = Capture::from_bytes(Path::new("t.data"), &data).unwrap();
+        let mut s = Symbolizer::new(Options::default(), &mut |_| {}).unwrap();
+        let e = s.symbolize(&c, &mut |_| {}).unwrap_err();
+        assert!(matches!(e, crate::Error::BadPerfData { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("t.data: bad perf.data: ")
+                && text.ends_with(" (no sample could be read)"),
+            "{text}"
         );
     }
 }

@@ -11,6 +11,21 @@ use kprof_capture::build_id::hex;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
 use std::io::{Read, Seek};
 
+/// Why the records of a perf.data give no profile; the caller names the file
+/// ([`Error::BadPerfData`]).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RecordsError {
+    /// The header has no event attributes, so no sample can be attributed.
+    #[error("no event attributes")]
+    NoEvents,
+    /// The records are damaged before the first sample.
+    #[error("{damage} (no sample could be read)")]
+    DamagedBeforeSamples {
+        /// What the record walk found.
+        damage: String,
+    },
+}
+
 /// Reads the records of the capture's perf.data into `st`.
 pub(super) fn read_perf_data(
     st: &mut State<'_>,
@@ -49,7 +64,8 @@ fn read_records(
     };
     let mut records =
         Records::open(r, len, crate::limits::records_budget(capture.max_input)).map_err(bad)?;
-    st.read_header(&records.file, capture).map_err(bad)?;
+    st.read_header(&records.file, capture)
+        .map_err(|e| bad(e.to_string()))?;
     let total = records.total;
     let nev = st.profile.events.len();
     let mut samples = 0u64;
@@ -84,7 +100,8 @@ fn read_records(
         bytes: total,
         total,
     });
-    st.finish(records.damaged, samples, capture).map_err(bad)
+    st.finish(records.damaged, samples, capture)
+        .map_err(|e| bad(e.to_string()))
 }
 
 impl State<'_> {
@@ -223,7 +240,7 @@ impl State<'_> {
         damaged: Option<String>,
         samples: u64,
         capture: &Capture,
-    ) -> std::result::Result<(), String> {
+    ) -> Result<(), RecordsError> {
         let shown = &capture.path;
         self.images.summary_warnings(&mut self.profile.warnings);
         self.finish_off_cpu();
@@ -233,7 +250,7 @@ impl State<'_> {
         self.finish_times();
         if let Some(why) = damaged {
             if samples == 0 {
-                return Err(format!("{why} (no sample could be read)"));
+                return Err(RecordsError::DamagedBeforeSamples { damage: why });
             }
             self.profile.warnings.push(format!(
                 "{}: perf.data is damaged ({why}); showing the {samples} samples read before it",
