@@ -40,6 +40,41 @@ fn regs_of(arch: Arch, regs: &Regs<'_>) -> Option<UnwindRegs> {
     UnwindRegs::from_perf(arch, |r| regs.get(r))
 }
 
+/// The callchain of a sample as `(kernel, address to look up)`, innermost first, without
+/// its user part when the user stack is `unwound`; without a callchain, the sampled IP.
+fn chain_entries(s: &SampleRecord<'_>, unwound: bool) -> Vec<(bool, u64)> {
+    let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
+    let mut entries = Vec::new();
+    match &s.callchain {
+        Some(cc) if !cc.is_empty() => {
+            let mut first = true;
+            for i in 0..cc.len() {
+                let Some(v) = cc.get(i) else { break };
+                if v >= PERF_CONTEXT_MAX {
+                    // The unwound user frames replace the callchain's user part.
+                    if v == PERF_CONTEXT_USER && unwound {
+                        break;
+                    }
+                    kernel = v == PERF_CONTEXT_KERNEL;
+                    continue;
+                }
+                // Return addresses point after the call: look up the call itself.
+                let a = if first { v } else { v.saturating_sub(1) };
+                first = false;
+                entries.push((kernel, a));
+            }
+        }
+        _ => {
+            if let Some(ip) = s.ip {
+                if kernel || !unwound {
+                    entries.push((kernel, ip));
+                }
+            }
+        }
+    }
+    entries
+}
+
 impl State<'_> {
     /// The architecture of the capture: from its header, else from the sampled registers
     /// (only aarch64's register set has a register 32, its PC).
@@ -69,36 +104,8 @@ impl State<'_> {
             }
             _ => None,
         };
-        let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
         // (kernel, address to look up), innermost first.
-        let mut entries: Vec<(bool, u64)> = Vec::new();
-        match &s.callchain {
-            Some(cc) if !cc.is_empty() => {
-                let mut first = true;
-                for i in 0..cc.len() {
-                    let Some(v) = cc.get(i) else { break };
-                    if v >= PERF_CONTEXT_MAX {
-                        // The unwound user frames replace the callchain's user part.
-                        if v == PERF_CONTEXT_USER && unwind.is_some() {
-                            break;
-                        }
-                        kernel = v == PERF_CONTEXT_KERNEL;
-                        continue;
-                    }
-                    // Return addresses point after the call: look up the call itself.
-                    let a = if first { v } else { v.saturating_sub(1) };
-                    first = false;
-                    entries.push((kernel, a));
-                }
-            }
-            _ => {
-                if let Some(ip) = s.ip {
-                    if kernel || unwind.is_none() {
-                        entries.push((kernel, ip));
-                    }
-                }
-            }
-        }
+        let mut entries = chain_entries(s, unwind.is_some());
         if arch == Some(Arch::Aarch64) {
             self.insert_lr_callers(s, pid, &mut entries, unwind.is_some());
         }
