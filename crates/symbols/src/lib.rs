@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod annotate;
+mod arch;
 pub mod capture;
 pub mod demangle;
 mod disasm;

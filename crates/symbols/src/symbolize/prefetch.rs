@@ -10,25 +10,26 @@ impl State<'_> {
     /// found on this host are not asked for. Images only seen in MMAP2 build-ids are fetched
     /// when first touched.
     pub(super) fn prefetch(&self) {
-        if self.sources.providers.is_empty() {
+        let sources = self.images.sources();
+        if sources.providers.is_empty() {
             return;
         }
         let mut images: Vec<(String, String)> = Vec::new();
-        if let Some(id) = &self.kernel_build_id {
+        if let Some(id) = &self.kernel.build_id {
             images.push((id.clone(), "vmlinux".into()));
         }
-        for m in &self.modules {
+        for m in &self.kernel.modules {
             if let Some(id) = &m.build_id {
                 images.push((id.clone(), format!("{}.ko", m.name)));
             }
         }
-        for (key, id) in &self.header_build_ids {
+        for (key, id) in &self.images.header_build_ids {
             let name = match key {
                 DsoKey::Kernel => "vmlinux".to_string(),
                 k => k.name().to_string(),
             };
             images.push((id.clone(), name));
         }
-        self.sources.prefetch(&images);
+        sources.prefetch(&images);
     }
 }
