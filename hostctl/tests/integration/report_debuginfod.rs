@@ -4,7 +4,6 @@
 //! silent server costing one warning while the report still comes.
 
 use crate::report_common::{compile, kprofctl_env};
-use crate::report_perf::json;
 use kprof_test_support::debuginfod::{build_id, Server};
 use std::net::TcpListener;
 use std::path::Path;
@@ -89,14 +88,16 @@ fn report_json(urls: &str, cache: &Path, perf_data: &str) -> serde_json::Value {
 #[test]
 fn report_debuginfod_symbols_only_on_server_resolved() {
     let m = moved();
-    let local = json(&["report", &m.perf_data(), "--format", "json"]);
+    // HOME is private: the other tests' `perf record` put the same build (same source, flags
+    // and working directory) into the real ~/.debug.
+    let cache = tempfile::tempdir().unwrap();
+    let local = report_json("", cache.path(), &m.perf_data());
     assert_eq!(
         top_function(&local).1,
         "[unknown]",
         "the binary is still found without a server"
     );
     let server = Server::start("-F", &[m.served.path().to_path_buf()]);
-    let cache = tempfile::tempdir().unwrap();
     let out = with_servers(&server.url, cache.path(), &["symbols", &m.perf_data()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
