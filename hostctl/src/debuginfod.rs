@@ -199,9 +199,17 @@ impl SymbolProvider for Debuginfod {
         let Ok(outcomes) = self.outcomes.lock() else {
             return out;
         };
-        // Images no server had, each once, named as the capture names them.
+        // Images no server had any file of, each once, named as the capture names them.
+        let got: std::collections::HashSet<&str> = outcomes
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Got(_)))
+            .map(|((id, _), _)| id.as_str())
+            .collect();
         let mut missing: BTreeMap<&str, &str> = BTreeMap::new();
-        for ((id, _), o) in outcomes.iter() {
+        for ((id, _), o) in outcomes
+            .iter()
+            .filter(|((id, _), _)| !got.contains(id.as_str()))
+        {
             match o {
                 Outcome::NoServerHad { image } => {
                     missing.entry(id).or_insert(image);

@@ -223,7 +223,7 @@ impl Sources {
 
     /// Asks the providers, all at once, for the files of `images` (`(build-id, name)`) that
     /// the local places do not have: debuginfo first, then the executables of those whose
-    /// debuginfo is a split file without code.
+    /// debuginfo is a split file without code or that have no debuginfo at all.
     pub fn prefetch(&self, images: &[(String, String)]) {
         if self.providers.is_empty() {
             return;
@@ -247,11 +247,9 @@ impl Sources {
             p.prefetch(&wanted);
             let executables: Vec<Wanted> = wanted
                 .iter()
-                .filter(|w| {
-                    p.file(&w.build_id, FileKind::Debuginfo)
-                        .ok()
-                        .and_then(|got| checked(&got, &w.build_id).ok())
-                        .is_some_and(|f| !f.code)
+                .filter(|w| match p.file(&w.build_id, FileKind::Debuginfo) {
+                    Ok(got) => checked(&got, &w.build_id).is_ok_and(|f| !f.code),
+                    Err(_) => true,
                 })
                 .map(|w| Wanted {
                     kind: FileKind::Executable,
@@ -371,7 +369,20 @@ fn checked(got: &Provided, id: &str) -> Result<FileFacts, String> {
 /// as the main file when the debuginfo is a split file without code (disassembly and
 /// `.eh_frame` live there).
 fn provided(p: &dyn SymbolProvider, id: &str) -> Result<Lookup, String> {
-    let got = p.file(id, FileKind::Debuginfo)?;
+    let got = match p.file(id, FileKind::Debuginfo) {
+        Ok(got) => got,
+        // No DWARF anywhere (a distribution binary, a stripped build): the executable still
+        // has its symbol tables and `.eh_frame`, as perf would use the file itself.
+        Err(why) => {
+            let exe = p.file(id, FileKind::Executable).map_err(|_| why)?;
+            checked(&exe, id)?;
+            return Ok(Lookup::Found {
+                path: exe.path,
+                debug: None,
+                origin: Some(exe.origin),
+            });
+        }
+    };
     let f = checked(&got, id)?;
     if f.code {
         return Ok(Lookup::Found {

@@ -120,7 +120,7 @@ fn find_provider_split_debuginfo_takes_executable() {
 }
 
 /// A build-id the local index has is never asked of a provider, neither in a lookup nor in
-/// the prefetch; the missing one is prefetched once.
+/// the prefetch; the missing one is prefetched once per file kind.
 #[test]
 fn prefetch_provider_only_missing_asked() {
     let dir = tempfile::tempdir().unwrap();
@@ -140,9 +140,45 @@ fn prefetch_provider_only_missing_asked() {
         "{found:?}"
     );
     let prefetched = p.prefetched.lock().unwrap().clone();
-    assert_eq!(prefetched.len(), 1, "{prefetched:?}");
-    assert_eq!(prefetched[0].build_id, ID_B);
-    assert_eq!(prefetched[0].kind, FileKind::Debuginfo);
+    // ID_B once: its debuginfo, then (the map has none) its executable.
+    let asked_for: Vec<(&str, FileKind)> = prefetched
+        .iter()
+        .map(|w| (w.build_id.as_str(), w.kind))
+        .collect();
+    assert_eq!(
+        asked_for,
+        [(ID_B, FileKind::Debuginfo), (ID_B, FileKind::Executable)]
+    );
     let asked = p.asked.lock().unwrap().clone();
     assert!(asked.iter().all(|(id, _)| id == ID_B), "{asked:?}");
+}
+
+/// An image no provider has debuginfo for, but whose executable one has, is resolved from the
+/// executable (its symbol tables and `.eh_frame`), and prefetched as such.
+#[test]
+fn find_provider_executable_only_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = elf(dir.path(), "a", ID_A);
+    let mut p = MapProvider::default();
+    p.files
+        .insert((ID_A.into(), FileKind::Executable), a.clone());
+    let p = Arc::new(p);
+    let s = sources(None, p.clone());
+    s.prefetch(&[(ID_A.into(), "a".into())]);
+    let kinds: Vec<FileKind> = p
+        .prefetched
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|w| w.kind)
+        .collect();
+    assert_eq!(kinds, [FileKind::Debuginfo, FileKind::Executable]);
+    assert_eq!(
+        s.find(Some(ID_A), &[], None),
+        Lookup::Found {
+            path: a,
+            debug: None,
+            origin: Some("map: test".into()),
+        }
+    );
 }

@@ -3,7 +3,7 @@
 //! from the cache with the server gone, a file with another build-id refused, and a dead or
 //! silent server costing one warning while the report still comes.
 
-use crate::report_common::{compile, kprofctl_env};
+use crate::report_common::{compile, kprofctl_env, source};
 use kprof_test_support::debuginfod::{build_id, Server};
 use std::net::TcpListener;
 use std::path::Path;
@@ -23,9 +23,13 @@ impl Moved {
 }
 
 fn moved() -> Moved {
+    moved_built(|out| compile(out, false))
+}
+
+fn moved_built(build: impl Fn(&Path)) -> Moved {
     let capture = tempfile::tempdir().unwrap();
     let served = tempfile::tempdir().unwrap();
-    compile(&capture.path().join("hotloop"), false);
+    build(&capture.path().join("hotloop"));
     // -N: perf's own build-id cache (~/.debug) would be a local copy.
     let out = Command::new("perf")
         .current_dir(capture.path())
@@ -260,4 +264,32 @@ impl Drop for HttpServer {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// A binary without DWARF on the server (debuginfod serves it as `executable` only, its
+/// `debuginfo` is a 404): its symbol table names the hot loop, as perf would name it from the
+/// file itself, and no "no server had" warning is given for it.
+#[test]
+fn report_debuginfod_executable_only_names_functions() {
+    let m = moved_built(|out| {
+        kprof_test_support::cc(&["-O1", "-fno-omit-frame-pointer"], &source(), out);
+    });
+    let server = Server::start("-F", &[m.served.path().to_path_buf()]);
+    let cache = tempfile::tempdir().unwrap();
+    let out = with_servers(
+        &server.url,
+        cache.path(),
+        &["report", &m.perf_data(), "--format", "json"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (image, name) = top_function(&v);
+    assert_eq!(image, "hotloop");
+    assert!(name.ends_with("_loop"), "top function {name}: {err}");
+    assert!(
+        !err.lines()
+            .any(|l| l.contains("no server had") && l.contains(&m.build_id)),
+        "{err}"
+    );
 }
