@@ -339,55 +339,18 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         let (opt, att) = split_opt(a);
         match opt {
             "-e" | "--event" => o.events.extend(events::parse_list(it.value(opt, att)?)?),
-            "-F" | "--freq" => {
-                let v = it.value(opt, att)?;
-                o.freq = Some(if v == "max" {
-                    crate::sys::kernel_sysctl("perf_event_max_sample_rate").unwrap_or(1000) as u64
-                } else {
-                    number(opt, v)?
-                });
-            }
+            "-F" | "--freq" => o.freq = Some(freq(opt, it.value(opt, att)?)?),
             "-c" | "--count" => o.period = Some(number(opt, it.value(opt, att)?)?),
             "-g" if att.is_none() => o.call_graph = Some(CallGraph::Fp),
             "--call-graph" => o.call_graph = Some(CallGraph::parse(it.value(opt, att)?)?),
             "-a" | "--all-cpus" if att.is_none() => all_cpus = true,
-            "-p" | "--pid" => {
-                let v = it.value(opt, att)?;
-                let pid: i32 = number(opt, v)?;
-                if pid <= 0 {
-                    return Err(usage(format!("option -p: `{v}` is not a process id")));
-                }
-                o.pid = Some(pid);
-            }
-            "-C" | "--cpu" => {
-                let v = it.value(opt, att)?;
-                o.cpus = Some(crate::procfs::parse_cpu_list(v).ok_or_else(|| {
-                    usage(format!("option -C: `{v}` is not a CPU list like 0,2-3"))
-                })?);
-            }
-            "--duration" => {
-                let v = it.value(opt, att)?;
-                let secs: f64 = number(opt, v)?;
-                if !(secs > 0.0 && secs < 1e9) {
-                    return Err(usage(format!(
-                        "option --duration: `{v}` must be a positive number of seconds"
-                    )));
-                }
-                o.duration = Some(Duration::from_secs_f64(secs));
-            }
+            "-p" | "--pid" => o.pid = Some(pid(opt, it.value(opt, att)?)?),
+            "-C" | "--cpu" => o.cpus = Some(cpu_list(it.value(opt, att)?)?),
+            "--duration" => o.duration = Some(duration(opt, it.value(opt, att)?)?),
             "-o" | "--output" => o.out_dir = PathBuf::from(it.value(opt, att)?),
             "-h" | "--help" => return Ok(None),
             "--off-cpu" if att.is_none() => o.off_cpu = true,
-            "--mmap-pages" | "-m" => {
-                let v = it.value(opt, att)?;
-                let n: usize = number(opt, v)?;
-                if n == 0 || !n.is_power_of_two() || n > 1 << 20 {
-                    return Err(usage(format!(
-                        "option --mmap-pages: `{v}` must be a power of two (1, 2, 4, ...)"
-                    )));
-                }
-                mmap_pages = Some(n);
-            }
+            "--mmap-pages" | "-m" => mmap_pages = Some(pages(opt, it.value(opt, att)?)?),
             // perf's optional value: attached only (`-z3`, `--compression-level=3`).
             "-z" | "--compression-level" => {
                 o.compression = Some(match att {
@@ -396,14 +359,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
                 })
             }
             "--no-compress" if att.is_none() => o.compression = None,
-            "--min-free" => {
-                let v = it.value(opt, att)?;
-                o.min_free = parse_size(v).ok_or_else(|| {
-                    usage(format!(
-                        "option --min-free: `{v}` is not a size (bytes, or with a K/M/G suffix)"
-                    ))
-                })?;
-            }
+            "--min-free" => o.min_free = min_free(it.value(opt, att)?)?,
             _ => return Err(usage(format!("record: unknown option `{a}`"))),
         }
     }
@@ -413,6 +369,12 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         _ if o.off_cpu => DEFAULT_MMAP_PAGES_DWARF,
         _ => DEFAULT_MMAP_PAGES,
     });
+    check_record(&o, all_cpus)?;
+    Ok(Some(o))
+}
+
+/// What the options say only together: exclusive pairs, zero rates.
+fn check_record(o: &RecordOpts, all_cpus: bool) -> Result<(), Error> {
     if o.freq.is_some() && o.period.is_some() {
         return Err(usage("options -F and -c are exclusive"));
     }
@@ -428,7 +390,62 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
     if o.pid.is_some() && !o.command.is_empty() {
         return Err(usage("-p PID and a command are exclusive"));
     }
-    Ok(Some(o))
+    Ok(())
+}
+
+/// `-F N` or `-F max` (the kernel's `perf_event_max_sample_rate`, as perf reads it).
+fn freq(opt: &str, v: &str) -> Result<u64, Error> {
+    if v == "max" {
+        Ok(crate::sys::kernel_sysctl("perf_event_max_sample_rate").unwrap_or(1000) as u64)
+    } else {
+        number(opt, v)
+    }
+}
+
+/// `-p PID`: a positive process id.
+fn pid(opt: &str, v: &str) -> Result<i32, Error> {
+    let pid: i32 = number(opt, v)?;
+    if pid <= 0 {
+        return Err(usage(format!("option -p: `{v}` is not a process id")));
+    }
+    Ok(pid)
+}
+
+/// `-C LIST`: CPUs as `0,2-3`.
+fn cpu_list(v: &str) -> Result<Vec<u32>, Error> {
+    crate::procfs::parse_cpu_list(v)
+        .ok_or_else(|| usage(format!("option -C: `{v}` is not a CPU list like 0,2-3")))
+}
+
+/// `--duration SECS`: positive seconds, fractions allowed.
+fn duration(opt: &str, v: &str) -> Result<Duration, Error> {
+    let secs: f64 = number(opt, v)?;
+    if !(secs > 0.0 && secs < 1e9) {
+        return Err(usage(format!(
+            "option --duration: `{v}` must be a positive number of seconds"
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `--mmap-pages N`: a power of two, at most 2^20.
+fn pages(opt: &str, v: &str) -> Result<usize, Error> {
+    let n: usize = number(opt, v)?;
+    if n == 0 || !n.is_power_of_two() || n > 1 << 20 {
+        return Err(usage(format!(
+            "option --mmap-pages: `{v}` must be a power of two (1, 2, 4, ...)"
+        )));
+    }
+    Ok(n)
+}
+
+/// `--min-free SIZE`: bytes, or with a K/M/G suffix.
+fn min_free(v: &str) -> Result<u64, Error> {
+    parse_size(v).ok_or_else(|| {
+        usage(format!(
+            "option --min-free: `{v}` is not a size (bytes, or with a K/M/G suffix)"
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@
 mod common;
 
 use std::fs::File;
+use std::path::Path;
 
 use common::*;
 use kprof_agent::perf_data_writer::{self, BuildIdEntry, FileAttr, Writer};
 use kprof_agent::perf_records;
+use kprof_agent::procfs::ProcModule;
 use kprof_agent::sys::{self, flag, PerfEventAttr};
 
 /// A SAMPLE record with the agent's sample_type (IDENTIFIER, IP, TID, TIME, CPU, PERIOD).
@@ -35,20 +37,9 @@ fn sample(id: u64, ip: u64, pid: i32, time: u64, kernel: bool) -> Vec<u8> {
     r
 }
 
-/// perf sees `[mychardrv]` as a kernel module map at its /proc/modules base, attributes samples
-/// there to it, and lists its build-id from the BUILD_ID table.
-#[test]
-fn write_perfdata_module_map_perf_reads() {
-    let dir = scratch("modules");
-    let proc_modules = "mychardrv 16384 0 - Live 0xffffffffc0a00000 (O)\n";
-    let m = &kprof_agent::procfs::parse_proc_modules(proc_modules)[0];
-    let mut note = vec![4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
-    note.extend((1..=20u8).map(|i| i * 11));
-    let module_bid = kprof_capture::build_id::in_notes(&note, cfg!(target_endian = "big"), 4)
-        .unwrap()
-        .to_vec();
-
-    let attr = PerfEventAttr {
+/// The agent's cpu-clock attr: frequency 4000, the sample_type of [`sample`].
+fn cpu_clock_attr() -> PerfEventAttr {
+    PerfEventAttr {
         type_: sys::PERF_TYPE_SOFTWARE,
         size: sys::ATTR_SIZE,
         sample_period_or_freq: 4000,
@@ -67,12 +58,43 @@ fn write_perfdata_module_map_perf_reads() {
             | flag::TASK
             | flag::MMAP2,
         ..Default::default()
-    };
-    let path = dir.join("perf.data");
+    }
+}
+
+/// perf.data's feature sections: the kernel's and the module's build-ids.
+fn features(module_bid: &[u8]) -> perf_data_writer::Features {
+    perf_data_writer::Features {
+        hostname: "board".into(),
+        osrelease: "6.1.0".into(),
+        version: "kprof-agent test".into(),
+        arch: "x86_64".into(),
+        nr_cpus_available: 1,
+        nr_cpus_online: 1,
+        cmdline: vec!["kprof-agent".into(), "record".into()],
+        build_ids: vec![
+            BuildIdEntry {
+                misc: perf_data_writer::MISC_KERNEL,
+                pid: perf_data_writer::HOST_PID,
+                build_id: vec![0xab; 20],
+                filename: "[kernel.kallsyms]".into(),
+            },
+            BuildIdEntry {
+                misc: perf_data_writer::MISC_KERNEL,
+                pid: perf_data_writer::HOST_PID,
+                build_id: module_bid.to_vec(),
+                filename: "[mychardrv]".into(),
+            },
+        ],
+        tracing_data: None,
+    }
+}
+
+/// perf.data with the kernel's and module `m`'s maps, and 10 samples in the module.
+fn write_module_perf_data(path: &Path, m: &ProcModule, module_bid: &[u8]) {
     let mut w = Writer::create(
-        File::create(&path).unwrap(),
+        File::create(path).unwrap(),
         vec![FileAttr {
-            attr,
+            attr: cpu_clock_attr(),
             name: "cpu-clock".into(),
             ids: vec![7],
         }],
@@ -101,31 +123,24 @@ fn write_perfdata_module_map_perf_reads() {
             .unwrap();
     }
     w.write_record(&perf_records::finished_round()).unwrap();
-    let features = perf_data_writer::Features {
-        hostname: "board".into(),
-        osrelease: "6.1.0".into(),
-        version: "kprof-agent test".into(),
-        arch: "x86_64".into(),
-        nr_cpus_available: 1,
-        nr_cpus_online: 1,
-        cmdline: vec!["kprof-agent".into(), "record".into()],
-        build_ids: vec![
-            BuildIdEntry {
-                misc: perf_data_writer::MISC_KERNEL,
-                pid: perf_data_writer::HOST_PID,
-                build_id: vec![0xab; 20],
-                filename: "[kernel.kallsyms]".into(),
-            },
-            BuildIdEntry {
-                misc: perf_data_writer::MISC_KERNEL,
-                pid: perf_data_writer::HOST_PID,
-                build_id: module_bid.clone(),
-                filename: "[mychardrv]".into(),
-            },
-        ],
-        tracing_data: None,
-    };
-    w.finish(&features).unwrap();
+    w.finish(&features(module_bid)).unwrap();
+}
+
+/// perf sees `[mychardrv]` as a kernel module map at its /proc/modules base, attributes samples
+/// there to it, and lists its build-id from the BUILD_ID table.
+#[test]
+fn write_perfdata_module_map_perf_reads() {
+    let dir = scratch("modules");
+    let proc_modules = "mychardrv 16384 0 - Live 0xffffffffc0a00000 (O)\n";
+    let m = &kprof_agent::procfs::parse_proc_modules(proc_modules)[0];
+    let mut note = vec![4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, b'G', b'N', b'U', 0];
+    note.extend((1..=20u8).map(|i| i * 11));
+    let module_bid = kprof_capture::build_id::in_notes(&note, cfg!(target_endian = "big"), 4)
+        .unwrap()
+        .to_vec();
+
+    let path = dir.join("perf.data");
+    write_module_perf_data(&path, m, &module_bid);
     let p = path.to_str().unwrap();
 
     let (list, _) = perf(&["buildid-list", "-i", p]);

@@ -65,6 +65,58 @@ fn tmpfs_size(extra: u64) -> u64 {
     kallsyms + modules + (1 << 20) + extra
 }
 
+/// Independent readers take the sealed perf.data at `data` whole: linux-perf-data, and
+/// Debian's perf script and report, which agree with it on the samples.
+fn assert_perf_reads_whole(data: &Path) {
+    let parsed = parse_perf_data(data);
+    assert!(
+        parsed.samples.len() > 100,
+        "{} samples",
+        parsed.samples.len()
+    );
+    let d = data.to_str().unwrap();
+    // Fields that need no symbols: the system-wide dwarf stacks of every other process would
+    // have perf run addr2line for minutes.
+    let (script, err) = perf(&[
+        "script",
+        "-i",
+        d,
+        "--no-inline",
+        "-F",
+        "comm,tid,time,event",
+    ]);
+    assert!(
+        !err.to_ascii_lowercase().contains("corrupt")
+            && !err.contains("failed")
+            && !err.contains("Error"),
+        "perf script: {err}"
+    );
+    // One line per sample: perf reads every sample linux-perf-data reads (the workload may
+    // have had none yet when a few MiB of other processes' stacks filled the disk).
+    assert_eq!(
+        script.lines().filter(|l| !l.trim().is_empty()).count(),
+        parsed.samples.len(),
+        "perf script samples"
+    );
+    let (report, err) = perf(&[
+        "report",
+        "--stdio",
+        "-i",
+        d,
+        "--no-inline",
+        "-g",
+        "none",
+        "--sort",
+        "comm",
+    ]);
+    assert!(!err.contains("failed") && !err.contains("Error"), "{err}");
+    assert!(
+        report.contains(&format!("# Samples: {}", parsed.samples.len()))
+            || report.contains(&format!("# Samples: {}K", parsed.samples.len() / 1000)),
+        "perf report: {report}"
+    );
+}
+
 /// Fills a tmpfs capture dir with `options` while a long busy loop runs; checks everything a
 /// truncated capture promises and returns the unpacked dir.
 fn fill_and_check(name: &str, options: &[&str]) -> PathBuf {
@@ -116,54 +168,7 @@ fn fill_and_check(name: &str, options: &[&str]) -> PathBuf {
         m.perf_data.size,
         "manifest size"
     );
-    // Independent readers take the sealed file whole.
-    let parsed = parse_perf_data(&data);
-    assert!(
-        parsed.samples.len() > 100,
-        "{} samples",
-        parsed.samples.len()
-    );
-    let d = data.to_str().unwrap();
-    // Fields that need no symbols: the system-wide dwarf stacks of every other process would
-    // have perf run addr2line for minutes.
-    let (script, err) = perf(&[
-        "script",
-        "-i",
-        d,
-        "--no-inline",
-        "-F",
-        "comm,tid,time,event",
-    ]);
-    assert!(
-        !err.to_ascii_lowercase().contains("corrupt")
-            && !err.contains("failed")
-            && !err.contains("Error"),
-        "perf script: {err}"
-    );
-    // One line per sample: perf reads every sample linux-perf-data reads (the workload may
-    // have had none yet when a few MiB of other processes' stacks filled the disk).
-    assert_eq!(
-        script.lines().filter(|l| !l.trim().is_empty()).count(),
-        parsed.samples.len(),
-        "perf script samples"
-    );
-    let (report, err) = perf(&[
-        "report",
-        "--stdio",
-        "-i",
-        d,
-        "--no-inline",
-        "-g",
-        "none",
-        "--sort",
-        "comm",
-    ]);
-    assert!(!err.contains("failed") && !err.contains("Error"), "{err}");
-    assert!(
-        report.contains(&format!("# Samples: {}", parsed.samples.len()))
-            || report.contains(&format!("# Samples: {}K", parsed.samples.len() / 1000)),
-        "perf report: {report}"
-    );
+    assert_perf_reads_whole(&data);
     // Nothing but the archive is left in the capture dir.
     let left = dir_entries(&caps);
     assert_eq!(left.len(), 1, "{left:?}");

@@ -387,3 +387,115 @@ board_accel() {
   board_log "KVM probe: using $result (verdict cached in $verdict)"
   echo "$result" | tee "$verdict"
 }
+
+# KPROF_BOARD_DEBUGINFOD=1: a real elfutils debuginfod (-F) over the output dir, as a Buildroot
+# user would serve it (docs/debuginfod.md, Buildroot): vmlinux, every unstripped .ko of the
+# kernel tree, the other build/* packages (the module's and the writer's unstripped files and
+# their sources), images/kprof-symbols/, staging/ when there is one. Its state (database,
+# log, pid, port) lives in $KPROF_BOARD_STATE/debuginfod/, never in the output dir.
+#
+# The served .ko files are ET_REL; debuginfod reads their DWARF without applying the
+# .rela.debug_* relocations, so every source path of a module comes out as the string at
+# offset 0 (the comp_dir) and /buildid/ID/source/PATH answers 404. Copies relocated with
+# `eu-strip --reloc-debug-sections-only` (what Fedora's find-debuginfo does to kernel modules;
+# same build-id, debug sections already relocated) are served too, from the state dir.
+board_debuginfod_paths() {
+  local dir=$1 relocated=$2 ver p ko rel
+  ver=$(cat "$dir/kernel-version")
+  echo "$dir/build/linux-$ver/vmlinux"
+  for p in "$dir"/build/*; do
+    [ -d "$p" ] && [ "$p" != "$dir/build/linux-$ver" ] && echo "$p"
+  done
+  # The trailing slash: Buildroot's staging is a symlink (to host/<tuple>/sysroot), and
+  # debuginfod walks a symlinked path as the link itself, silently indexing nothing.
+  for p in "$dir/images/kprof-symbols" "$dir/staging"; do
+    [ -d "$p" ] && echo "$p/"
+  done
+  rm -rf "$relocated"
+  mkdir -p "$relocated"
+  while IFS= read -r -d '' ko; do
+    rel=${ko#"$dir"/build/}
+    mkdir -p "$relocated/$(dirname "$rel")"
+    eu-strip --reloc-debug-sections-only -o "$relocated/$rel" "$ko" >&2 ||
+      board_die "eu-strip --reloc-debug-sections-only $ko failed (elfutils >= 0.180 needed)"
+  done < <(find "$dir/build" -name '*.ko' -type f -print0)
+  echo "$relocated"
+}
+
+board_debuginfod_alive() {
+  local pid
+  pid=$(cat "$KPROF_BOARD_STATE/debuginfod/pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q debuginfod
+}
+
+# True once debuginfod has walked every path once and scanned every file it queued (its
+# Prometheus /metrics, the readiness check elfutils' own tests use).
+board_debuginfod_indexed() {
+  local metrics
+  # shellcheck disable=SC2016 # $1 is the inner shell's
+  metrics=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
+    printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && tr -d "\r" <&3' _ "$1" 2>/dev/null) ||
+    return 1
+  grep -q '^thread_work_total{role="traverse"} [1-9]' <<<"$metrics" &&
+    grep -q '^thread_work_pending{role="scan"} 0$' <<<"$metrics" &&
+    grep -q '^thread_busy{role="scan"} 0$' <<<"$metrics"
+}
+
+# Starts (or reuses) the board's debuginfod over DIR; prints its URL. Waits for the first full
+# index (KPROF_BOARD_DEBUGINFOD_TIMEOUT seconds, default 300).
+board_debuginfod_start() {
+  local dir=$1 state=$KPROF_BOARD_STATE/debuginfod port paths=() p pid start
+  command -v debuginfod >/dev/null || board_die "debuginfod missing (Debian package debuginfod)"
+  command -v eu-strip >/dev/null || board_die "eu-strip missing (Debian package elfutils)"
+  if board_debuginfod_alive && [ "$(cat "$state/dir" 2>/dev/null)" = "$dir" ]; then
+    echo "http://127.0.0.1:$(cat "$state/port")"
+    return 0
+  fi
+  board_debuginfod_stop
+  mkdir -p "$state"
+  while IFS= read -r p; do paths+=("$p"); done < <(board_debuginfod_paths "$dir" "$state/relocated")
+  for _ in 1 2 3; do
+    port=$(board_pick_port)
+    rm -f "$state"/db.sqlite*
+    # -t0: one scan, no periodic rescans (the board's files change only with a new `up`);
+    # -g0: nothing to groom. It listens on all interfaces (elfutils 0.188 has no bind option).
+    setsid debuginfod -d "$state/db.sqlite" -p "$port" -t0 -g0 -F "${paths[@]}" \
+      </dev/null >"$state/log" 2>&1 7>&- 8>&- 9>&- &
+    pid=$!
+    echo "$pid" >"$state/pid"
+    start=$SECONDS
+    # Twice in a row: a scanner that has just taken the last file may not count itself busy yet.
+    until board_debuginfod_indexed "$port" && sleep 0.3 && board_debuginfod_indexed "$port"; do
+      [ -e "/proc/$pid" ] || break
+      [ $((SECONDS - start)) -lt "${KPROF_BOARD_DEBUGINFOD_TIMEOUT:-300}" ] || {
+        board_debuginfod_stop
+        board_die "debuginfod on port $port did not finish indexing $dir in ${KPROF_BOARD_DEBUGINFOD_TIMEOUT:-300} s (log: $state/log)"
+      }
+      sleep 0.5
+    done
+    if [ -e "/proc/$pid" ]; then
+      echo "$port" >"$state/port"
+      echo "$dir" >"$state/dir"
+      board_log "debuginfod indexed $dir in $((SECONDS - start)) s (pid $pid, log: $state/log)"
+      echo "http://127.0.0.1:$port"
+      return 0
+    fi
+    board_log "debuginfod exited at start (port $port taken?): $(tail -n 3 "$state/log")"
+  done
+  board_die "debuginfod did not start; log: $state/log"
+}
+
+board_debuginfod_stop() {
+  local state=$KPROF_BOARD_STATE/debuginfod pid
+  if board_debuginfod_alive; then
+    pid=$(cat "$state/pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      [ -e "/proc/$pid" ] || break
+      sleep 0.1
+    done
+    [ -e "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null
+    board_log "debuginfod stopped (pid $pid)"
+  fi
+  rm -f "$state/pid" "$state/port"
+}

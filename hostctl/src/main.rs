@@ -2,6 +2,7 @@
 //! and report them against the host's build tree with build-id matched symbols.
 
 mod cmd;
+mod debuginfod;
 mod discover;
 mod files;
 mod interrupt;

@@ -7,20 +7,15 @@
 //! What QEMU's TCG PMU implements (docs/virtual-board.md): `cycles` counts its 1 GHz virtual
 //! clock, `r03`/`r04` (L1D refill/access) open but stay at 0.
 
-#[path = "support/board.rs"]
-mod board;
-#[path = "integration/remote_support.rs"]
-mod remote_support;
-
-use board::{find_file, report_json, Board};
-use remote_support::outcome;
+use kprof_test_support::board::{self, find_file, report_json, Board};
+use kprof_test_support::outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The board, refusing to go on if it is not the aarch64 one (the x86 board would pass some
 /// of these tests with `cpu-clock` and prove nothing about the PMU).
 fn arm_board() -> Board {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let machine = board.ssh("uname -m");
     assert_eq!(
         machine.trim(),

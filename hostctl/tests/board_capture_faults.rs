@@ -5,13 +5,8 @@
 //! Environment as for board_day.rs. Run one at a time:
 //! `cargo test -p kprofctl --test board_capture_faults -- --ignored --test-threads=1`.
 
-#[path = "support/board.rs"]
-mod board;
-#[path = "integration/remote_support.rs"]
-mod remote_support;
-
-use board::{report_json, Board};
-use remote_support::outcome;
+use kprof_test_support::board::{report_json, Board};
+use kprof_test_support::outcome;
 
 /// A tmpfs mounted on the board for one test; unmounted and removed on drop, also when the
 /// test fails.
@@ -49,7 +44,7 @@ impl Drop for BoardTmpfs<'_> {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_run_tmpfs_full_truncated_fetch_readable() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let snapshots: u64 = board
         .ssh("cat /proc/kallsyms /proc/modules 2>/dev/null | wc -c")
         .trim()
@@ -121,7 +116,7 @@ fn board_run_tmpfs_full_truncated_fetch_readable() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_run_capture_dir_below_floor_refused() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let fs = BoardTmpfs::mount(&board, "floor", 4 << 20);
     let marker = format!("{}-ran", fs.dir);
     let (ok, _, err) = outcome(board.on_board("run").args([

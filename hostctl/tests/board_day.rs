@@ -6,13 +6,9 @@
 //! `KPROF_BOARD_N` (the mychardrv workload size, default 10000). Run one at a time:
 //! `cargo test -p kprofctl --test board_day -- --ignored --test-threads=1`.
 
-#[path = "support/board.rs"]
-mod board;
-#[path = "integration/remote_support.rs"]
-mod remote_support;
-
-use board::{find, find_file, report_json, Board};
-use remote_support::{outcome, CuttingProxy};
+use kprof_test_support::board::{self, find, find_file, report_json, Board};
+use kprof_test_support::outcome;
+use kprof_test_support::proxy::CuttingProxy;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,7 +19,7 @@ use std::time::{Duration, Instant};
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_day_mychardrv_top_function_and_callers() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let (capture, err) = board.run_capture(&[]);
     assert!(err.contains("matches"), "kernel build-id check:\n{err}");
     assert!(!err.contains("MISMATCH"), "{err}");
@@ -46,7 +42,7 @@ fn board_day_mychardrv_top_function_and_callers() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_wrong_vmlinux_kernel_build_id_mismatch() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     // "Another build": the board's vmlinux with its build-id note altered.
     let other = tempfile::tempdir().unwrap();
     let vmlinux = find_file(&board.symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
@@ -122,7 +118,7 @@ fn board_wrong_vmlinux_kernel_build_id_mismatch() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_link_cut_mid_capture_fetch_gets_it_whole() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let proxy = CuttingProxy::start(board.port, None);
     let via = format!("root@127.0.0.1:{}", proxy.port);
     let caps = format!("/tmp/kprof-test-cut-{}", std::process::id());
@@ -185,7 +181,7 @@ fn board_link_cut_mid_capture_fetch_gets_it_whole() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_cut_download_resumes() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let caps = format!("/tmp/kprof-test-resume-{}", std::process::id());
     let (capture, _) = board.run_capture(&["-o", &caps, "-F", "4000"]);
     let size: u64 = board
@@ -248,7 +244,7 @@ fn board_cut_download_resumes() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_unknown_host_key_refused() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     std::fs::write(board.home.path().join(".ssh/known_hosts"), "").unwrap();
     let (ok, _, err) = outcome(board.on_board("run").args(["--", "true"]));
     assert!(!ok);
@@ -264,7 +260,7 @@ fn board_unknown_host_key_refused() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_wrong_password_clear_error() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let hash = Command::new("openssl")
         .args(["passwd", "-6", "-salt", "kproftestsalt", "right-Pass-7"])
         .output()
@@ -295,7 +291,7 @@ fn board_wrong_password_clear_error() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_no_agent_deploy_hint_then_deploy() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let agent =
         find_file(&board.symbols, "kprof-agent").expect("kprof-agent in KPROF_BOARD_SYMBOLS");
     board.ssh("for a in /usr/bin/kprof-agent /tmp/kprof-agent; do [ -e $a ] && mv $a $a.hidden-by-test; done; true");
@@ -323,7 +319,7 @@ fn board_no_agent_deploy_hint_then_deploy() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_day_writer_dwarf_callers_whole_path() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     board::check_writer_dwarf_path(&board);
 }
 
@@ -332,7 +328,7 @@ fn board_day_writer_dwarf_callers_whole_path() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_day_off_cpu_blocking_read() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     board::check_blocking_read(&board);
 }
 
@@ -342,6 +338,6 @@ fn board_day_off_cpu_blocking_read() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_day_frameless_leaf_immediate_caller() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     board::check_frameless_leaf_caller(&board, "objdump", "push   %rbp");
 }

@@ -7,13 +7,8 @@
 //! as that user, and removes the user and everything planted when it ends, also on failure.
 //! `cargo test -p kprofctl --test board_hardening -- --ignored --test-threads=1`.
 
-#[path = "support/board.rs"]
-mod board;
-#[path = "integration/remote_support.rs"]
-mod remote_support;
-
-use board::{find_file, Board};
-use remote_support::outcome;
+use kprof_test_support::board::{find_file, Board};
+use kprof_test_support::outcome;
 use std::io::Read as _;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -292,7 +287,7 @@ fn remember_tmp_agent(board: &Board) {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn run_board_planted_tmp_paths_shadow_untouched() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let attacker = Attacker::new(&board);
     attacker.plant_static();
     remember_tmp_agent(&board);
@@ -331,7 +326,7 @@ fn run_board_planted_tmp_paths_shadow_untouched() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn stop_board_planted_pid_victim_alive() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let mut attacker = Attacker::new(&board);
     attacker.plant_static();
     let victim = attacker.start_victim();
@@ -377,7 +372,7 @@ fn stop_board_planted_pid_victim_alive() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn deploy_board_read_only_install_path_falls_back_to_run_kprof() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let attacker = Attacker::new(&board);
     attacker.plant_static();
     let planted = attacker.run(&format!(
@@ -452,7 +447,7 @@ fn deploy_board_read_only_install_path_falls_back_to_run_kprof() {
 #[test]
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn deploy_board_world_writable_install_path_refused() {
-    let board = Board::from_env();
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
     let attacker = Attacker::new(&board);
     attacker.plant_static();
     let agent =

@@ -71,15 +71,15 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     let perf_path = work.member(kprof_capture::PERF_DATA);
     let mut sink = Sink::create(&perf_path, &opened, o.compression)?;
 
-    rings.enable()?;
-    let start_ns = timefmt::now_ns().max(start_ns);
-    let data_maps = matches!(o.call_graph, Some(CallGraph::Dwarf { .. }));
-    synthesize::initial_state(&mut sink, &kernel, o.pid, data_maps)
-        .map_err(|e| Error::io(format!("cannot write {}", perf_path.display()), e))?;
-    if let Some(w) = workload.as_mut() {
-        w.release()
-            .map_err(|e| Error::Other(format!("cannot run `{}`: {e}", o.command[0])))?;
-    }
+    let start_ns = start_sampling(
+        o,
+        &mut rings,
+        &mut sink,
+        &perf_path,
+        &kernel,
+        workload.as_mut(),
+        start_ns,
+    )?;
     // From here on, a failure keeps what was captured.
     work.keep = true;
     announce(o, &notices, &opened, &cpus);
@@ -90,45 +90,13 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         target: o.pid,
         deadline: o.duration.map(|d| Instant::now() + d),
     };
-    let streamed = stream::until_stop(&mut rings, &mut sink, stop_when);
-    rings.disable();
-    let stop_ns = timefmt::now_ns();
-    // A write error (a full disk) ends the capture as a signal would, and what reached the
-    // file is sealed: the workload is not left running unobserved.
-    let (stop, write_error) = match streamed {
-        Ok(stop) => match rings.drain(&mut sink) {
-            Ok(()) => (stop, None),
-            Err(e) => (stop, Some(e)),
-        },
-        Err(e) => (Stop::WriteError, Some(e)),
-    };
-    let write_error = write_error.map(|error| {
-        warn(format_args!(
-            "writing {} failed: {error}: stopping the capture{} and sealing what was written",
-            perf_path.display(),
-            if workload.is_some() {
-                " and the command"
-            } else {
-                ""
-            }
-        ));
-        let (discarded_records, discarded_bytes) = rings.discard();
-        seal::WriteError {
-            error,
-            discarded_records,
-            discarded_bytes,
-        }
-    });
+    let (stop, write_error, stop_ns) =
+        stream_and_drain(&mut rings, &mut sink, stop_when, &perf_path);
     // Read while the fds are open: an event that counted nothing is told from one that
     // counted below its period.
     let counter_values = rings.counter_values();
     let ring_dropped = rings.dropped();
-    if let Stop::Signal(sig @ 1..) = stop {
-        warn(format_args!("stopping on signal {sig}"));
-    }
-    if let Some(w) = workload.as_mut() {
-        w.terminate();
-    }
+    end_workload(stop, workload.as_mut());
     drop(rings);
 
     let end = seal::Ending {
@@ -149,6 +117,80 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         write_error,
     };
     seal::seal(sink, end, &mut work)
+}
+
+/// Enables the events, writes the records of what already runs and lets the workload exec.
+/// Returns the capture's start time, not before the events were enabled.
+fn start_sampling(
+    o: &RecordOpts,
+    rings: &mut Rings,
+    sink: &mut Sink,
+    perf_path: &Path,
+    kernel: &kernel_state::KernelState,
+    workload: Option<&mut Workload>,
+    start_ns: u64,
+) -> Result<u64, Error> {
+    rings.enable()?;
+    let start_ns = timefmt::now_ns().max(start_ns);
+    let data_maps = matches!(o.call_graph, Some(CallGraph::Dwarf { .. }));
+    synthesize::initial_state(sink, kernel, o.pid, data_maps)
+        .map_err(|e| Error::io(format!("cannot write {}", perf_path.display()), e))?;
+    if let Some(w) = workload {
+        w.release()
+            .map_err(|e| Error::Other(format!("cannot run `{}`: {e}", o.command[0])))?;
+    }
+    Ok(start_ns)
+}
+
+/// Streams the rings into perf.data until `stop_when` says stop, then drains them: why the
+/// capture stopped, the write error that ended it if one did, and when. A write error (a
+/// full disk) ends the capture as a signal would, and what reached the file is sealed: the
+/// workload is not left running unobserved; what the rings still held is counted as lost.
+fn stream_and_drain(
+    rings: &mut Rings,
+    sink: &mut Sink,
+    stop_when: StopWhen<'_>,
+    perf_path: &Path,
+) -> (Stop, Option<seal::WriteError>, u64) {
+    let with_workload = stop_when.workload.is_some();
+    let streamed = stream::until_stop(rings, sink, stop_when);
+    rings.disable();
+    let stop_ns = timefmt::now_ns();
+    let (stop, write_error) = match streamed {
+        Ok(stop) => match rings.drain(sink) {
+            Ok(()) => (stop, None),
+            Err(e) => (stop, Some(e)),
+        },
+        Err(e) => (Stop::WriteError, Some(e)),
+    };
+    let write_error = write_error.map(|error| {
+        warn(format_args!(
+            "writing {} failed: {error}: stopping the capture{} and sealing what was written",
+            perf_path.display(),
+            if with_workload {
+                " and the command"
+            } else {
+                ""
+            }
+        ));
+        let (discarded_records, discarded_bytes) = rings.discard();
+        seal::WriteError {
+            error,
+            discarded_records,
+            discarded_bytes,
+        }
+    });
+    (stop, write_error, stop_ns)
+}
+
+/// Says which signal stopped the capture, if one did, and ends the workload if it still runs.
+fn end_workload(stop: Stop, workload: Option<&mut Workload>) {
+    if let Stop::Signal(sig @ 1..) = stop {
+        warn(format_args!("stopping on signal {sig}"));
+    }
+    if let Some(w) = workload {
+        w.terminate();
+    }
 }
 
 /// The notices gathered during setup, then what is being recorded and until when.

@@ -105,24 +105,10 @@ pub(super) fn open_all(
     let watermark = ((o.mmap_pages * sys::page_size()) / 4).max(8) as u32;
     // Cleared for good once the kernel refuses it, so the fallback is tried and told once.
     let mut regs_intr = kernel_leaf_regs(o);
-    let specs: Vec<(EventSpec, Option<String>)> = if o.events.is_empty() {
-        vec![(events::parse("cycles")?, None)]
-    } else {
-        o.events
-            .iter()
-            .map(|e| (e.clone(), Some(e.requested.clone())))
-            .collect()
-    };
+    let specs = requested_specs(o)?;
     let mut opened: Vec<Opened> = Vec::new();
     for (i, (spec, requested)) in specs.into_iter().enumerate() {
-        let freq = spec.freq.or(if spec.period.is_some() {
-            None
-        } else {
-            global_freq
-        });
-        let period = spec
-            .period
-            .or(if spec.freq.is_some() { None } else { o.period });
+        let (freq, period) = rates(&spec, global_freq, o.period);
         let attr = build_attr(&spec, i == 0, o, freq, period, watermark, regs_intr);
         match open_with_regs_intr(attr, tids, cpus, &spec.requested, &mut regs_intr, notices) {
             Ok((attr, fds)) => {
@@ -165,39 +151,95 @@ pub(super) fn open_all(
         }
     }
     if let Some(t) = off_cpu {
-        let spec = super::off_cpu::spec(t);
-        let mut attr = build_attr(&spec, false, o, None, Some(1), watermark, regs_intr);
-        super::off_cpu::adjust(&mut attr);
-        // A thread's switch-in is recorded in the context of the thread leaving that CPU: a
-        // per-thread event would see only the switch-outs. So the switches of every CPU.
-        if o.pid.is_some() {
-            notices.push(
-                "--off-cpu records the context switches of every thread (a switch-in is seen \
-                 from the thread leaving the CPU): `kprofctl report --off-cpu --pid PID` keeps \
-                 the process's"
-                    .into(),
-            );
-            attr.flags &= !flag::INHERIT;
-        }
-        let (attr, fds) =
-            open_with_regs_intr(attr, &[-1], cpus, &spec.name, &mut regs_intr, notices)?;
-        opened.push(Opened {
-            spec,
-            requested: Some("--off-cpu".into()),
-            attr,
-            fallback: None,
-            fds,
-            ids: Vec::new(),
-        });
+        opened.push(open_off_cpu(
+            t,
+            o,
+            cpus,
+            watermark,
+            &mut regs_intr,
+            notices,
+        )?);
     }
-    for ev in &mut opened {
+    read_ids(&mut opened)?;
+    Ok(opened)
+}
+
+/// The `-e` events with what the user typed, or the default `cycles` (requested: `None`).
+fn requested_specs(o: &RecordOpts) -> Result<Vec<(EventSpec, Option<String>)>, Error> {
+    Ok(if o.events.is_empty() {
+        vec![(events::parse("cycles")?, None)]
+    } else {
+        o.events
+            .iter()
+            .map(|e| (e.clone(), Some(e.requested.clone())))
+            .collect()
+    })
+}
+
+/// The kernel's sample id of every fd, which perf.data's attrs list.
+fn read_ids(opened: &mut [Opened]) -> Result<(), Error> {
+    for ev in opened {
         for (_, fd) in &ev.fds {
             ev.ids.push(
                 sys::event_id(fd.as_raw_fd()).map_err(|e| Error::io("PERF_EVENT_IOC_ID", e))?,
             );
         }
     }
-    Ok(opened)
+    Ok(())
+}
+
+/// An event's frequency and period: its own (`-e cycles/period=N/`), else the global `-F`
+/// or `-c` unless the event set the other one.
+fn rates(
+    spec: &EventSpec,
+    global_freq: Option<u64>,
+    global_period: Option<u64>,
+) -> (Option<u64>, Option<u64>) {
+    let freq = spec.freq.or(if spec.period.is_some() {
+        None
+    } else {
+        global_freq
+    });
+    let period = spec.period.or(if spec.freq.is_some() {
+        None
+    } else {
+        global_period
+    });
+    (freq, period)
+}
+
+/// `--off-cpu`'s context-switch tracepoint on every CPU.
+fn open_off_cpu(
+    t: &super::off_cpu::Tracepoint,
+    o: &RecordOpts,
+    cpus: &[u32],
+    watermark: u32,
+    regs_intr: &mut bool,
+    notices: &mut Vec<String>,
+) -> Result<Opened, Error> {
+    let spec = super::off_cpu::spec(t);
+    let mut attr = build_attr(&spec, false, o, None, Some(1), watermark, *regs_intr);
+    super::off_cpu::adjust(&mut attr);
+    // A thread's switch-in is recorded in the context of the thread leaving that CPU: a
+    // per-thread event would see only the switch-outs. So the switches of every CPU.
+    if o.pid.is_some() {
+        notices.push(
+            "--off-cpu records the context switches of every thread (a switch-in is seen \
+             from the thread leaving the CPU): `kprofctl report --off-cpu --pid PID` keeps \
+             the process's"
+                .into(),
+        );
+        attr.flags &= !flag::INHERIT;
+    }
+    let (attr, fds) = open_with_regs_intr(attr, &[-1], cpus, &spec.name, regs_intr, notices)?;
+    Ok(Opened {
+        spec,
+        requested: Some("--off-cpu".into()),
+        attr,
+        fallback: None,
+        fds,
+        ids: Vec::new(),
+    })
 }
 
 /// Whether to ask for the interrupted kernel context's LR/SP/PC: on arm64 with call chains. The

@@ -77,24 +77,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
     work.release_reserve();
     let truncation = match &end.write_error {
         None => None,
-        Some(we) => {
-            let cut = w
-                .cut_to_complete()
-                .map_err(|e| lost(work, we, "cutting perf.data to its last record", e))?;
-            let t = Truncation {
-                reason: we.error.to_string(),
-                lost_bytes: Some(cut.lost_bytes + we.discarded_bytes),
-                lost_records: Some(cut.lost_records + we.discarded_records),
-            };
-            warn(format_args!(
-                "perf.data sealed after its last complete record: {} records ({}) kept, {} records ({}) lost",
-                cut.kept_records,
-                crate::cli::human_bytes(cut.kept_bytes),
-                t.lost_records.unwrap_or(0),
-                crate::cli::human_bytes(t.lost_bytes.unwrap_or(0)),
-            ));
-            Some(t)
-        }
+        Some(we) => Some(cut_after_write_error(&mut w, we, work)?),
     };
     let (build_ids, skipped) = build_ids(&end.kernel, &files);
     let features = features(&end, build_ids);
@@ -159,8 +142,62 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         Member::File(kprof_capture::MODULES, &modules_path),
     ];
     let mtime = end.stop_ns / 1_000_000_000;
-    let path = match archive::write(&work.out_dir, end.id, &members, mtime, false) {
-        Ok(p) => p,
+    let path = write_archive(work, end.id, &members, mtime, end.write_error.as_ref())?;
+    work.keep = false;
+    let truncated = end
+        .write_error
+        .as_ref()
+        .map(|we| truncation_note(&work.out_dir, we, m.truncation.as_ref()));
+    Ok(Sealed { path, truncated })
+}
+
+/// What `record` says of a capture cut short by a write error in `out_dir`.
+fn truncation_note(out_dir: &Path, we: &WriteError, t: Option<&Truncation>) -> String {
+    format!(
+        "writing perf.data in {} failed ({}); {} records ({}) lost",
+        out_dir.display(),
+        we.error,
+        t.and_then(|t| t.lost_records).unwrap_or(0),
+        crate::cli::human_bytes(t.and_then(|t| t.lost_bytes).unwrap_or(0)),
+    )
+}
+
+/// After a write error: perf.data cut to its last complete record, and what the capture
+/// lost (cut off here, and emptied from the rings unwritten).
+fn cut_after_write_error(
+    w: &mut writer::Writer,
+    we: &WriteError,
+    work: &mut WorkDir,
+) -> Result<Truncation, Error> {
+    let cut = w
+        .cut_to_complete()
+        .map_err(|e| lost(work, we, "cutting perf.data to its last record", e))?;
+    let t = Truncation {
+        reason: we.error.to_string(),
+        lost_bytes: Some(cut.lost_bytes + we.discarded_bytes),
+        lost_records: Some(cut.lost_records + we.discarded_records),
+    };
+    warn(format_args!(
+        "perf.data sealed after its last complete record: {} records ({}) kept, {} records ({}) lost",
+        cut.kept_records,
+        crate::cli::human_bytes(cut.kept_bytes),
+        t.lost_records.unwrap_or(0),
+        crate::cli::human_bytes(t.lost_bytes.unwrap_or(0)),
+    ));
+    Ok(t)
+}
+
+/// The archive of `members` in the capture dir. On a full disk it is written again, freeing
+/// each member as it is copied; if that fails too the capture is lost and the error says why.
+fn write_archive(
+    work: &mut WorkDir,
+    id: &str,
+    members: &[Member<'_>],
+    mtime: u64,
+    write_error: Option<&WriteError>,
+) -> Result<PathBuf, Error> {
+    match archive::write(&work.out_dir, id, members, mtime, false) {
+        Ok(p) => Ok(p),
         // perf.data is stored as it is: the archive needs as much room again. Give each
         // member's space back as it is copied.
         Err(e) if no_space(&e) => {
@@ -168,9 +205,13 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
                 "no room for the archive in {} ({e}): writing it again, freeing the capture's files as they are copied",
                 work.out_dir.display()
             ));
-            archive::write(&work.out_dir, end.id, &members, mtime, true).map_err(|e| {
-                let cause = match &end.write_error {
-                    Some(we) => format!("writing {} failed ({})", perf_path.display(), we.error),
+            archive::write(&work.out_dir, id, members, mtime, true).map_err(|e| {
+                let cause = match write_error {
+                    Some(we) => format!(
+                        "writing {} failed ({})",
+                        work.member(kprof_capture::PERF_DATA).display(),
+                        we.error
+                    ),
                     None => "the capture dir is full".to_string(),
                 };
                 work.keep = false;
@@ -178,30 +219,16 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
                     "capture lost: {cause}, and writing its archive in {} failed too ({e}); the partial files are removed: free space there (or record into another dir with -o)",
                     work.out_dir.display()
                 ))
-            })?
+            })
         }
-        Err(e) => {
-            return Err(Error::io(
-                format!(
-                    "cannot write the archive (capture kept in {})",
-                    work.path.display()
-                ),
-                e,
-            ))
-        }
-    };
-    work.keep = false;
-    let truncated = end.write_error.as_ref().map(|we| {
-        let t = m.truncation.as_ref();
-        format!(
-            "writing perf.data in {} failed ({}); {} records ({}) lost",
-            work.out_dir.display(),
-            we.error,
-            t.and_then(|t| t.lost_records).unwrap_or(0),
-            crate::cli::human_bytes(t.and_then(|t| t.lost_bytes).unwrap_or(0)),
-        )
-    });
-    Ok(Sealed { path, truncated })
+        Err(e) => Err(Error::io(
+            format!(
+                "cannot write the archive (capture kept in {})",
+                work.path.display()
+            ),
+            e,
+        )),
+    }
 }
 
 /// Disk full or over quota.

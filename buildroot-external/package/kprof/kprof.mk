@@ -5,7 +5,7 @@
 ################################################################################
 
 # A commit of the kprof repository; mychardrv.mk pins the same one.
-KPROF_VERSION = 1364f84a31a01c5fe1f1d3dab5e27313059b9370
+KPROF_VERSION = 6a4c37aa4026c6c3a99e146ee3bb831ba8604a06
 KPROF_SITE = https://github.com/kprof/kprof.git
 KPROF_SITE_METHOD = git
 # The agent is a member of the workspace at the top of the repository: the

@@ -585,16 +585,9 @@ mod tests {
         ));
     }
 
-    /// Every field a reader makes a path, slice or address of is checked at parse time; the
-    /// error names the field and shows the value escaped.
-    #[test]
-    fn parse_manifest_hostile_fields_named() {
-        let ok: serde_json::Value =
-            serde_json::from_str(&minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION))
-                .unwrap();
-        let module = serde_json::json!({"name": "mychardrv", "base": "0xffffffffc0000000",
-            "size": 4096, "build_id": "ab".repeat(20), "sections": {".text": "0xffffffffc0000000"}});
-        let cases: &[(&str, serde_json::Value, &str)] = &[
+    /// (JSON pointer, hostile value, what the error must say) of the top-level fields.
+    fn hostile_fields() -> Vec<(&'static str, serde_json::Value, &'static str)> {
+        vec![
             (
                 "/kernel/build_id",
                 "ééé".into(),
@@ -660,14 +653,12 @@ mod tests {
                 "xyz".into(),
                 "perf_data.sha256: \"xyz\" is not 64 lowercase hex",
             ),
-        ];
-        for (ptr, value, want) in cases {
-            let mut m = ok.clone();
-            *m.pointer_mut(ptr).unwrap() = value.clone();
-            let err = Manifest::from_json(&serde_json::to_vec(&m).unwrap()).unwrap_err();
-            assert!(err.to_string().contains(want), "{ptr}: {err}");
-        }
-        let module_cases: &[(&str, serde_json::Value, &str)] = &[
+        ]
+    }
+
+    /// (field, hostile value, what the error must say) of the second module entry.
+    fn hostile_module_fields() -> Vec<(&'static str, serde_json::Value, &'static str)> {
+        vec![
             (
                 "build_id",
                 "éaé".into(),
@@ -698,8 +689,27 @@ mod tests {
                 serde_json::json!({".text": "nope"}),
                 "modules[1].sections[\".text\"]: \"nope\" is not a hex address",
             ),
-        ];
-        for (field, value, want) in module_cases {
+        ]
+    }
+
+    /// Every field a reader makes a path, slice or address of is checked at parse time; the
+    /// error names the field and shows the value escaped.
+    #[test]
+    fn parse_manifest_hostile_fields_named() {
+        let ok: serde_json::Value =
+            serde_json::from_str(&minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION))
+                .unwrap();
+        let module = serde_json::json!({"name": "mychardrv", "base": "0xffffffffc0000000",
+            "size": 4096, "build_id": "ab".repeat(20), "sections": {".text": "0xffffffffc0000000"}});
+        let cases = hostile_fields();
+        for (ptr, value, want) in &cases {
+            let mut m = ok.clone();
+            *m.pointer_mut(ptr).unwrap() = value.clone();
+            let err = Manifest::from_json(&serde_json::to_vec(&m).unwrap()).unwrap_err();
+            assert!(err.to_string().contains(want), "{ptr}: {err}");
+        }
+        let module_cases = hostile_module_fields();
+        for (field, value, want) in &module_cases {
             let mut m = ok.clone();
             let mut bad = module.clone();
             bad[*field] = value.clone();

@@ -261,11 +261,16 @@ impl Page<'_> {
                 Esc(image.build_id.as_deref().unwrap_or("none recorded"))
             )?;
             match &image.symbols {
-                SymbolSource::BuildId { path } => write!(
-                    out,
-                    "<span class=\"ok\">build-id match</span> <code>{}</code>",
-                    Esc(&path.display().to_string())
-                )?,
+                SymbolSource::BuildId { path, origin } => {
+                    write!(
+                        out,
+                        "<span class=\"ok\">build-id match</span> <code>{}</code>",
+                        Esc(&path.display().to_string())
+                    )?;
+                    if let Some(origin) = origin {
+                        write!(out, " from {}", Esc(origin))?;
+                    }
+                }
                 SymbolSource::Mismatch {
                     path,
                     expected,

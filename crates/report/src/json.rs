@@ -27,7 +27,9 @@ fn pct(n: u64, total: u64) -> f64 {
 
 fn symbols(s: &SymbolSource) -> Value {
     match s {
-        SymbolSource::BuildId { path } => json!({"status": "build-id", "path": path}),
+        SymbolSource::BuildId { path, origin } => {
+            json!({"status": "build-id", "path": path, "origin": origin})
+        }
         SymbolSource::Mismatch {
             path,
             expected,

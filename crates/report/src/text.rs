@@ -18,7 +18,10 @@ fn pct(n: u64, total: u64) -> f64 {
 /// How an image's symbols were found, in a few words.
 pub fn symbol_status(s: &SymbolSource) -> String {
     match s {
-        SymbolSource::BuildId { path } => path.display().to_string(),
+        SymbolSource::BuildId { path, origin } => match origin {
+            Some(origin) => format!("{} ({origin})", path.display()),
+            None => path.display().to_string(),
+        },
         SymbolSource::Mismatch { path, found, .. } => {
             format!("MISMATCH {} (build-id {found}): not used", path.display())
         }
@@ -47,7 +50,29 @@ pub fn write_functions(
     // Names come from the board and from binaries: no raw control characters to the terminal.
     let mut out = crate::escape::Escaping::new(out);
     let out: &mut dyn Write = &mut out;
-    let totals = views::totals(p, filter);
+    let columns = Columns {
+        p,
+        totals: views::totals(p, filter),
+        ratio,
+        ratio_unknown: ratio.and_then(|(a, b)| views::ratio_unknown(p, a, b)),
+    };
+    write_header(p, &columns, out)?;
+    writeln!(out)?;
+    writeln!(out, "Images:")?;
+    columns.head(out)?;
+    writeln!(out, "image                symbols")?;
+    for row in views::images(p, filter) {
+        let img = &p.images[row.image];
+        columns.counts(out, &row.samples, &row.periods)?;
+        writeln!(out, "{:<20} {}", img.name, symbol_status(&img.symbols))?;
+    }
+    writeln!(out)?;
+    write_function_rows(p, filter, &columns, limit, out)
+}
+
+/// Capture, target, window, events with their totals, lost samples and what the ratio
+/// column means.
+fn write_header(p: &Profile, columns: &Columns, out: &mut dyn Write) -> Result<(), Error> {
     writeln!(out, "Capture: {}", p.meta.capture)?;
     let host: Vec<&str> = [&p.meta.hostname, &p.meta.os_release, &p.meta.arch]
         .into_iter()
@@ -68,7 +93,7 @@ pub fn write_functions(
         }
         None => "in capture",
     };
-    for (e, t) in p.events.iter().zip(&totals) {
+    for (e, t) in p.events.iter().zip(&columns.totals) {
         writeln!(
             out,
             "Event:   {} — {} samples shown ({} {scope})",
@@ -79,10 +104,9 @@ pub fn write_functions(
         writeln!(out, "Lost:    {} samples", p.meta.lost_samples)?;
     }
     // Said once, above the tables: the column is a ratio of counts, or why it cannot be.
-    let ratio_unknown = ratio.and_then(|(a, b)| views::ratio_unknown(p, a, b));
-    if let Some((a, b)) = ratio {
+    if let Some((a, b)) = columns.ratio {
         let (na, nb) = (&p.events[a].name, &p.events[b].name);
-        match &ratio_unknown {
+        match &columns.ratio_unknown {
             Some(why) => writeln!(out, "Ratio:   {na}/{nb} {why}")?,
             None => writeln!(
                 out,
@@ -90,49 +114,19 @@ pub fn write_functions(
             )?,
         }
     }
-    writeln!(out)?;
-    let head = |out: &mut dyn Write| -> std::io::Result<()> {
-        for e in &p.events {
-            let n: String = e.name.chars().take(20).collect();
-            write!(out, "{n:>20}       ")?;
-        }
-        if let Some((a, b)) = ratio {
-            write!(
-                out,
-                "{:>10} ",
-                format!(
-                    "{}/{}",
-                    short_ev(&p.events[a].name),
-                    short_ev(&p.events[b].name)
-                )
-            )?;
-        }
-        Ok(())
-    };
-    let cols = |out: &mut dyn Write, counts: &[u64], periods: &[u64]| -> std::io::Result<()> {
-        for (c, t) in counts.iter().zip(&totals) {
-            write!(out, "{c:>12} {:>6.2}%      ", pct(*c, *t))?;
-        }
-        if let Some((a, b)) = ratio {
-            match views::ratio(periods[a], periods[b]) {
-                _ if ratio_unknown.is_some() => write!(out, "{:>10} ", "unknown")?,
-                Some(r) => write!(out, "{r:>10.4} ")?,
-                None => write!(out, "{:>10} ", "-")?,
-            }
-        }
-        Ok(())
-    };
-    writeln!(out, "Images:")?;
-    head(out)?;
-    writeln!(out, "image                symbols")?;
-    for row in views::images(p, filter) {
-        let img = &p.images[row.image];
-        cols(out, &row.samples, &row.periods)?;
-        writeln!(out, "{:<20} {}", img.name, symbol_status(&img.symbols))?;
-    }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The functions table: at most `limit` rows, then how many were left out.
+fn write_function_rows(
+    p: &Profile,
+    filter: &Filter,
+    columns: &Columns,
+    limit: usize,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     writeln!(out, "Functions (self samples):")?;
-    head(out)?;
+    columns.head(out)?;
     writeln!(
         out,
         "image                function                                  source"
@@ -141,7 +135,7 @@ pub fn write_functions(
     let n = rows.len();
     for row in rows.iter().take(limit) {
         let f = &p.functions[row.function];
-        cols(out, &row.samples, &row.periods)?;
+        columns.counts(out, &row.samples, &row.periods)?;
         let src = match (&f.file, f.line) {
             (Some(file), Some(line)) => format!("{}:{line}", p.source_path(file)),
             _ => String::new(),
@@ -167,6 +161,54 @@ pub fn write_functions(
         )?;
     }
     Ok(())
+}
+
+/// The count columns both tables start with: per event count and share, then the ratio.
+struct Columns<'a> {
+    p: &'a Profile,
+    /// Per event, what the shares are of.
+    totals: Vec<u64>,
+    ratio: Option<(usize, usize)>,
+    /// Why the ratio cannot be computed for this capture, when it cannot.
+    ratio_unknown: Option<String>,
+}
+
+impl Columns<'_> {
+    /// The column titles.
+    fn head(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let p = self.p;
+        for e in &p.events {
+            let n: String = e.name.chars().take(20).collect();
+            write!(out, "{n:>20}       ")?;
+        }
+        if let Some((a, b)) = self.ratio {
+            write!(
+                out,
+                "{:>10} ",
+                format!(
+                    "{}/{}",
+                    short_ev(&p.events[a].name),
+                    short_ev(&p.events[b].name)
+                )
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One row's columns.
+    fn counts(&self, out: &mut dyn Write, counts: &[u64], periods: &[u64]) -> std::io::Result<()> {
+        for (c, t) in counts.iter().zip(&self.totals) {
+            write!(out, "{c:>12} {:>6.2}%      ", pct(*c, *t))?;
+        }
+        if let Some((a, b)) = self.ratio {
+            match views::ratio(periods[a], periods[b]) {
+                _ if self.ratio_unknown.is_some() => write!(out, "{:>10} ", "unknown")?,
+                Some(r) => write!(out, "{r:>10.4} ")?,
+                None => write!(out, "{:>10} ", "-")?,
+            }
+        }
+        Ok(())
+    }
 }
 
 fn short_ev(n: &str) -> String {

@@ -228,51 +228,9 @@ impl Capture {
             let size = entry.header().size().unwrap_or(u64::MAX);
             match name.as_str() {
                 kprof_capture::PERF_DATA => {
-                    // Fail at the header, before unpacking any of it.
-                    if size > max_input {
-                        return Err(Error::TooLarge {
-                            path: path.to_path_buf(),
-                            why: format!("its {name} member is {size} bytes"),
-                            limit: max_input,
-                        });
-                    }
-                    let truncated = |e: std::io::Error| {
-                        bad(format!(
-                            "{name}: truncated or corrupted after some bytes: {e}"
-                        ))
-                    };
-                    let (data, copied) = match unpack {
-                        Unpack::TempFile => {
-                            let mut tmp = tempfile::Builder::new()
-                                .prefix("kprof-perf-")
-                                .suffix(".data")
-                                .tempfile()
-                                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-                            let mut to = Hashing::new(tmp.as_file_mut());
-                            let copied = std::io::copy(&mut entry, &mut to).map_err(truncated)?;
-                            perf_sha = Some(to.hex());
-                            let tmp = tmp.into_temp_path();
-                            (
-                                PerfData::File {
-                                    path: tmp.to_path_buf(),
-                                    _temp: Some(tmp),
-                                },
-                                copied,
-                            )
-                        }
-                        Unpack::Memory => {
-                            let mut bytes = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
-                            let mut to = Hashing::new(&mut bytes);
-                            let copied = std::io::copy(&mut entry, &mut to).map_err(truncated)?;
-                            perf_sha = Some(to.hex());
-                            (PerfData::Bytes(bytes), copied)
-                        }
-                    };
-                    if copied != size {
-                        return Err(bad(format!(
-                            "{name}: header says {size} bytes, only {copied} present"
-                        )));
-                    }
+                    let (data, copied, sha) =
+                        unpack_perf_data(path, &mut entry, size, unpack, max_input)?;
+                    perf_sha = Some(sha);
                     perf = Some((data, copied));
                 }
                 kprof_capture::MANIFEST => {
@@ -298,22 +256,7 @@ impl Capture {
             None => None,
         };
         if let Some(m) = &manifest {
-            if m.perf_data.size != 0 && m.perf_data.size != perf_size {
-                return Err(bad(format!(
-                    "perf.data is {perf_size} bytes, the manifest recorded {}",
-                    m.perf_data.size
-                )));
-            }
-            // An empty digest: a manifest written without one (hand-made captures).
-            let recorded = &m.perf_data.sha256;
-            match &perf_sha {
-                Some(sha) if !recorded.is_empty() && !sha.eq_ignore_ascii_case(recorded) => {
-                    return Err(bad(format!(
-                        "perf.data's SHA-256 is {sha}, the manifest recorded {recorded} (corrupted)"
-                    )));
-                }
-                _ => {}
-            }
+            check_perf_data(path, m, perf_size, perf_sha.as_deref())?;
         }
         Ok(Self {
             path: path.to_path_buf(),
@@ -322,6 +265,93 @@ impl Capture {
             kallsyms,
             max_input,
         })
+    }
+}
+
+/// Unpacks the perf.data member `entry` of `size` bytes as `unpack` says, with its SHA-256;
+/// fails at the header, before unpacking any of it, when it is larger than `max_input`.
+fn unpack_perf_data(
+    path: &Path,
+    entry: &mut impl Read,
+    size: u64,
+    unpack: Unpack,
+    max_input: u64,
+) -> Result<(PerfData, u64, String)> {
+    let name = kprof_capture::PERF_DATA;
+    let bad = |why: String| Error::BadArchive {
+        path: path.to_path_buf(),
+        why,
+    };
+    if size > max_input {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            why: format!("its {name} member is {size} bytes"),
+            limit: max_input,
+        });
+    }
+    let truncated = |e: std::io::Error| {
+        bad(format!(
+            "{name}: truncated or corrupted after some bytes: {e}"
+        ))
+    };
+    let (data, copied, sha) = match unpack {
+        Unpack::TempFile => {
+            let mut tmp = tempfile::Builder::new()
+                .prefix("kprof-perf-")
+                .suffix(".data")
+                .tempfile()
+                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            let mut to = Hashing::new(tmp.as_file_mut());
+            let copied = std::io::copy(entry, &mut to).map_err(truncated)?;
+            let sha = to.hex();
+            let tmp = tmp.into_temp_path();
+            let data = PerfData::File {
+                path: tmp.to_path_buf(),
+                _temp: Some(tmp),
+            };
+            (data, copied, sha)
+        }
+        Unpack::Memory => {
+            let mut bytes = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
+            let mut to = Hashing::new(&mut bytes);
+            let copied = std::io::copy(entry, &mut to).map_err(truncated)?;
+            let sha = to.hex();
+            (PerfData::Bytes(bytes), copied, sha)
+        }
+    };
+    if copied != size {
+        return Err(bad(format!(
+            "{name}: header says {size} bytes, only {copied} present"
+        )));
+    }
+    Ok((data, copied, sha))
+}
+
+/// Checks that the unpacked perf.data (`perf_size` bytes, SHA-256 `perf_sha`) of the archive
+/// at `path` is the one its manifest `m` recorded.
+fn check_perf_data(
+    path: &Path,
+    m: &Manifest,
+    perf_size: u64,
+    perf_sha: Option<&str>,
+) -> Result<()> {
+    let bad = |why: String| Error::BadArchive {
+        path: path.to_path_buf(),
+        why,
+    };
+    if m.perf_data.size != 0 && m.perf_data.size != perf_size {
+        return Err(bad(format!(
+            "perf.data is {perf_size} bytes, the manifest recorded {}",
+            m.perf_data.size
+        )));
+    }
+    // An empty digest: a manifest written without one (hand-made captures).
+    let recorded = &m.perf_data.sha256;
+    match perf_sha {
+        Some(sha) if !recorded.is_empty() && !sha.eq_ignore_ascii_case(recorded) => Err(bad(
+            format!("perf.data's SHA-256 is {sha}, the manifest recorded {recorded} (corrupted)"),
+        )),
+        _ => Ok(()),
     }
 }
 

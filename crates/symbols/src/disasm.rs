@@ -1,6 +1,6 @@
 //! Disassembly for `--annotate`: x86-64 and AArch64 through the yaxpeax decoders.
 
-use crate::elf::Arch;
+use crate::arch::Arch;
 use yaxpeax_arch::{Decoder, LengthedInstruction, U8Reader};
 
 /// One decoded instruction: address, length and text.

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod annotate;
+mod arch;
 pub mod capture;
 pub mod demangle;
 mod disasm;
@@ -31,6 +32,7 @@ pub mod off_cpu;
 pub mod perf_archive;
 pub mod perf_data;
 pub mod profile;
+pub mod provider;
 mod quiet_panic;
 pub mod sources;
 mod symbolize;

@@ -194,6 +194,9 @@ pub enum SymbolSource {
     BuildId {
         /// The file.
         path: PathBuf,
+        /// Where a symbol provider got it from (`debuginfod: URL`); `None` for a file found
+        /// on this host.
+        origin: Option<String>,
     },
     /// A file with the right name and another build-id was found and NOT used.
     Mismatch {

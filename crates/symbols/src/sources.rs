@@ -1,15 +1,18 @@
 //! Finding the symbol file of an image: by GNU build-id and nothing else.
 //!
 //! Looked up in order: the build-id index of the user's symbol paths, perf's `~/.debug` cache,
-//! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here. A file
-//! with the image's name and another build-id is remembered to report the mismatch.
+//! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here; then
+//! the [`SymbolProvider`]s (debuginfod) for what none of them has. A file with the image's name
+//! and another build-id is remembered to report the mismatch.
 
 use crate::elf::map_file;
 use crate::index::BuildIdIndex;
+use crate::provider::{FileKind, Provided, SymbolProvider, Wanted};
 use kprof_capture::build_id::hex;
 use kprof_capture::manifest::check_build_id;
-use object::Object;
+use object::{Object, ObjectSection};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// Where a symbol file was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +23,8 @@ pub enum Lookup {
         path: PathBuf,
         /// Its split debug file.
         debug: Option<PathBuf>,
+        /// Where a provider got it from (`debuginfod: URL`); `None` for a file found here.
+        origin: Option<String>,
     },
     /// Only a file with another build-id.
     Mismatch {
@@ -40,6 +45,8 @@ struct FileFacts {
     /// Has a function symbol table (`.symtab` or at least `.dynsym`).
     symbols: u8,
     debuglink: Option<String>,
+    /// `.text` has bytes in the file (a split debug file keeps it as NOBITS).
+    code: bool,
 }
 
 impl FileFacts {
@@ -70,6 +77,9 @@ fn facts(path: &Path) -> Option<FileFacts> {
             .ok()
             .flatten()
             .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned()),
+        code: obj
+            .section_by_name(".text")
+            .is_some_and(|s| s.file_range().is_some()),
     })
 }
 
@@ -84,6 +94,8 @@ pub struct Sources {
     pub debug_roots: Vec<PathBuf>,
     /// Try the path recorded on the target (useful for perf.data recorded on this host).
     pub use_recorded_paths: bool,
+    /// Asked, in order, for what none of the places above has.
+    pub providers: Vec<Arc<dyn SymbolProvider>>,
 }
 
 impl Sources {
@@ -104,6 +116,32 @@ impl Sources {
         if let Err(why) = check_build_id(id) {
             return Lookup::Missing(format!("the recorded build-id {id:?} {why}"));
         }
+        if let Some(found) = self.find_here(id, recorded_path) {
+            return found;
+        }
+        let mut provider_reasons = Vec::new();
+        for p in &self.providers {
+            match provided(p.as_ref(), id) {
+                Ok(found) => return found,
+                Err(why) => provider_reasons.push(why),
+            }
+        }
+        if let Some(mismatch) = self.mismatch(id, names, recorded_path) {
+            return mismatch;
+        }
+        let mut why = format!(
+            "no file with build-id {id} under the symbol paths ({} ELF files indexed), ~/.debug or /usr/lib/debug",
+            self.index.len()
+        );
+        for r in provider_reasons {
+            why.push_str("; ");
+            why.push_str(&r);
+        }
+        Lookup::Missing(why)
+    }
+
+    /// The best file with build-id `id` in the local places, and its split debug file.
+    fn find_here(&self, id: &str, recorded_path: Option<&Path>) -> Option<Lookup> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         candidates.extend(
             self.index
@@ -144,45 +182,102 @@ impl Sources {
                 best = Some((c.clone(), f));
             }
         }
-        if let Some((path, f)) = best {
-            let debug = if f.debug_info {
-                None
-            } else {
-                self.debuglink_target(&path, recorded_path, f.debuglink.as_deref(), id)
-            };
-            return Lookup::Found { path, debug };
-        }
-        // Nothing with the id: is there a file of that name with another id?
+        let (path, f) = best?;
+        let debug = if f.debug_info {
+            None
+        } else {
+            self.debuglink_target(&path, recorded_path, f.debuglink.as_deref(), id)
+        };
+        Some(Lookup::Found {
+            path,
+            debug,
+            origin: None,
+        })
+    }
+
+    /// A file named like the image with another build-id: in the index, or at the recorded
+    /// path.
+    fn mismatch(&self, id: &str, names: &[String], recorded_path: Option<&Path>) -> Option<Lookup> {
         for name in names {
             for (p, e) in self.index.by_name(name) {
                 if let Some(found) = &e.build_id {
                     if found != id {
-                        return Lookup::Mismatch {
+                        return Some(Lookup::Mismatch {
                             path: p.to_path_buf(),
                             found: found.clone(),
-                        };
+                        });
                     }
                 }
             }
         }
-        if self.use_recorded_paths {
-            if let Some(p) = recorded_path {
-                if let Some(FileFacts {
-                    build_id: Some(found),
-                    ..
-                }) = facts(p)
-                {
-                    return Lookup::Mismatch {
-                        path: p.to_path_buf(),
-                        found,
-                    };
-                }
+        if !self.use_recorded_paths {
+            return None;
+        }
+        let p = recorded_path?;
+        let found = facts(p)?.build_id?;
+        Some(Lookup::Mismatch {
+            path: p.to_path_buf(),
+            found,
+        })
+    }
+
+    /// Asks the providers, all at once, for the files of `images` (`(build-id, name)`) that
+    /// the local places do not have: debuginfo first, then the executables of those whose
+    /// debuginfo is a split file without code or that have no debuginfo at all.
+    pub fn prefetch(&self, images: &[(String, String)]) {
+        if self.providers.is_empty() {
+            return;
+        }
+        let mut wanted: Vec<Wanted> = images
+            .iter()
+            .filter(|(id, _)| check_build_id(id).is_ok())
+            .filter(|(id, _)| self.find_here(id, None).is_none())
+            .map(|(id, name)| Wanted {
+                build_id: id.clone(),
+                image: name.clone(),
+                kind: FileKind::Debuginfo,
+            })
+            .collect();
+        wanted.sort_by(|a, b| a.build_id.cmp(&b.build_id));
+        wanted.dedup_by(|a, b| a.build_id == b.build_id);
+        if wanted.is_empty() {
+            return;
+        }
+        for p in &self.providers {
+            p.prefetch(&wanted);
+            let executables: Vec<Wanted> = wanted
+                .iter()
+                .filter(|w| match p.file(&w.build_id, FileKind::Debuginfo) {
+                    Ok(got) => checked(&got, &w.build_id).is_ok_and(|f| !f.code),
+                    Err(_) => true,
+                })
+                .map(|w| Wanted {
+                    kind: FileKind::Executable,
+                    ..w.clone()
+                })
+                .collect();
+            if !executables.is_empty() {
+                p.prefetch(&executables);
             }
         }
-        Lookup::Missing(format!(
-            "no file with build-id {id} under the symbol paths ({} ELF files indexed), ~/.debug or /usr/lib/debug",
-            self.index.len()
-        ))
+    }
+
+    /// What the providers have to say about this run, once.
+    pub fn provider_warnings(&self) -> Vec<String> {
+        self.providers.iter().flat_map(|p| p.warnings()).collect()
+    }
+
+    /// Source file `path` of the image with `build_id` from the providers, when it is not
+    /// on this host's disk.
+    pub fn provided_source(&self, build_id: &str, path: &str) -> Result<String, String> {
+        let mut why = Vec::new();
+        for p in &self.providers {
+            match p.source(build_id, path) {
+                Ok(text) => return Ok(text),
+                Err(e) => why.push(e),
+            }
+        }
+        Err(why.join("; "))
     }
 
     /// Every file with GNU build-id `id` here: in the index, perf's cache, and the recorded
@@ -206,6 +301,12 @@ impl Sources {
             out.extend(recorded_path.map(Path::to_path_buf));
         }
         out.retain(|p| facts(p).is_some_and(|f| f.build_id.as_deref() == Some(id)));
+        if out.is_empty() {
+            out.extend(self.providers.iter().find_map(|p| {
+                let exe = p.file(id, FileKind::Executable).ok()?;
+                checked(&exe, id).ok().map(|_| exe.path)
+            }));
+        }
         out
     }
 
@@ -243,4 +344,67 @@ impl Sources {
             |p| matches!(facts(p), Some(f) if f.debug_info && f.build_id.as_deref() == Some(id)),
         )
     }
+}
+
+/// The facts of a provider's file, when its build-id is `id`; the refusal names both ids.
+fn checked(got: &Provided, id: &str) -> Result<FileFacts, String> {
+    let Some(f) = facts(&got.path) else {
+        return Err(format!(
+            "{}: {} is not a readable ELF file",
+            got.origin,
+            got.path.display()
+        ));
+    };
+    match f.build_id.as_deref() {
+        Some(found) if found == id => Ok(f),
+        found => Err(format!(
+            "{} served build-id {} for {id}; refused",
+            got.origin,
+            found.unwrap_or("(none)")
+        )),
+    }
+}
+
+/// A provider's debuginfo for `id`, checked by build-id; with the provider's executable
+/// as the main file when the debuginfo is a split file without code (disassembly and
+/// `.eh_frame` live there).
+fn provided(p: &dyn SymbolProvider, id: &str) -> Result<Lookup, String> {
+    let got = match p.file(id, FileKind::Debuginfo) {
+        Ok(got) => got,
+        // No DWARF anywhere (a distribution binary, a stripped build): the executable still
+        // has its symbol tables and `.eh_frame`, as perf would use the file itself.
+        Err(why) => {
+            let exe = p.file(id, FileKind::Executable).map_err(|_| why)?;
+            checked(&exe, id)?;
+            return Ok(Lookup::Found {
+                path: exe.path,
+                debug: None,
+                origin: Some(exe.origin),
+            });
+        }
+    };
+    let f = checked(&got, id)?;
+    if f.code {
+        return Ok(Lookup::Found {
+            path: got.path,
+            debug: None,
+            origin: Some(got.origin),
+        });
+    }
+    let exe = p
+        .file(id, FileKind::Executable)
+        .ok()
+        .filter(|e| checked(e, id).is_ok());
+    Ok(match exe {
+        Some(exe) => Lookup::Found {
+            path: exe.path,
+            debug: Some(got.path),
+            origin: Some(got.origin),
+        },
+        None => Lookup::Found {
+            path: got.path,
+            debug: None,
+            origin: Some(got.origin),
+        },
+    })
 }

@@ -10,7 +10,7 @@
 //! frame pointer is never taken for code without CFI, so a path is cut short rather than
 //! continued with invented callers.
 
-use crate::elf::Arch;
+use crate::arch::Arch;
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
@@ -430,45 +430,13 @@ impl ProcessUnwinder {
         let mut arm = UnwindRegsAarch64::new(regs.lr.unwrap_or(0), regs.sp, regs.fp);
         loop {
             let lookup = addr.address_for_lookup();
-            match place(lookup) {
-                Place::Unmapped => {
-                    if addr.is_return_address() {
-                        frames.pop();
-                    }
-                    return Unwound {
-                        frames,
-                        end: End::Truncated,
-                    };
+            let place = place(lookup);
+            let unmapped = matches!(place, Place::Unmapped);
+            if let Err(end) = self.add_module_of(lookup, place) {
+                if unmapped && addr.is_return_address() {
+                    frames.pop();
                 }
-                Place::NoCfi(name) => {
-                    return Unwound {
-                        frames,
-                        end: End::NoUnwindInfo(name),
-                    }
-                }
-                Place::Cfi {
-                    name,
-                    avma,
-                    base_avma,
-                    cfi,
-                } => {
-                    let covered = lookup
-                        .checked_sub(base_avma)
-                        .is_some_and(|svma| cfi.covers(svma));
-                    if !covered || u32::try_from(lookup - base_avma).is_err() {
-                        return Unwound {
-                            frames,
-                            end: End::NoUnwindInfo(name),
-                        };
-                    }
-                    if self.added.insert(avma.start) {
-                        let m = cfi.module(&name, avma, base_avma);
-                        match &mut self.inner {
-                            Inner::X86(u, _) => u.add_module(m),
-                            Inner::Arm(u, _) => u.add_module(m),
-                        }
-                    }
-                }
+                return Unwound { frames, end };
             }
             if frames.len() >= MAX_FRAMES {
                 return Unwound {
@@ -476,25 +444,7 @@ impl ProcessUnwinder {
                     end: End::Truncated,
                 };
             }
-            // framehop 0.15 subtracts unchecked from a CFA that damaged CFI or a garbage
-            // frame pointer can put below 8 (`x86_64/dwarf.rs`, `cfa - 8`): that is an
-            // overflow panic with debug assertions (a wrapped address in release builds),
-            // and ends the unwind here either way.
-            let step = crate::quiet_panic::catch_quietly(|| match &mut self.inner {
-                Inner::X86(u, c) => u.unwind_frame(addr, &mut x86, c, &mut read),
-                Inner::Arm(u, c) => u.unwind_frame(addr, &mut arm, c, &mut read),
-            });
-            let next = match step {
-                Some(next) => next,
-                None => {
-                    // The rule cache may hold what the failed step left.
-                    match &mut self.inner {
-                        Inner::X86(_, c) => **c = CacheX86_64::new(),
-                        Inner::Arm(_, c) => **c = CacheAarch64::new(),
-                    }
-                    Err(framehop::Error::IntegerOverflow)
-                }
-            };
+            let next = self.step(addr, (&mut x86, &mut arm), &mut read);
             let end = match next {
                 Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                     Some(a) => {
@@ -509,6 +459,61 @@ impl ProcessUnwinder {
             };
             return Unwound { frames, end };
         }
+    }
+
+    /// Makes the module of `lookup`, which `place` describes, known to framehop; the end of
+    /// the unwind when it is unmapped or has no CFI covering `lookup`.
+    fn add_module_of(&mut self, lookup: u64, place: Place) -> Result<(), End> {
+        let (name, avma, base_avma, cfi) = match place {
+            Place::Unmapped => return Err(End::Truncated),
+            Place::NoCfi(name) => return Err(End::NoUnwindInfo(name)),
+            Place::Cfi {
+                name,
+                avma,
+                base_avma,
+                cfi,
+            } => (name, avma, base_avma, cfi),
+        };
+        let covered = lookup
+            .checked_sub(base_avma)
+            .is_some_and(|svma| cfi.covers(svma));
+        if !covered || u32::try_from(lookup - base_avma).is_err() {
+            return Err(End::NoUnwindInfo(name));
+        }
+        if self.added.insert(avma.start) {
+            let m = cfi.module(&name, avma, base_avma);
+            match &mut self.inner {
+                Inner::X86(u, _) => u.add_module(m),
+                Inner::Arm(u, _) => u.add_module(m),
+            }
+        }
+        Ok(())
+    }
+
+    /// One framehop step from `addr` with the registers of the unwinder's architecture: the
+    /// caller's return address, `None` at the root.
+    fn step<F: FnMut(u64) -> Result<u64, ()>>(
+        &mut self,
+        addr: FrameAddress,
+        (x86, arm): (&mut UnwindRegsX86_64, &mut UnwindRegsAarch64),
+        read: &mut F,
+    ) -> Result<Option<u64>, framehop::Error> {
+        // framehop 0.15 subtracts unchecked from a CFA that damaged CFI or a garbage
+        // frame pointer can put below 8 (`x86_64/dwarf.rs`, `cfa - 8`): that is an
+        // overflow panic with debug assertions (a wrapped address in release builds),
+        // and ends the unwind here either way.
+        let step = crate::quiet_panic::catch_quietly(|| match &mut self.inner {
+            Inner::X86(u, c) => u.unwind_frame(addr, x86, c, read),
+            Inner::Arm(u, c) => u.unwind_frame(addr, arm, c, read),
+        });
+        step.unwrap_or_else(|| {
+            // The rule cache may hold what the failed step left.
+            match &mut self.inner {
+                Inner::X86(_, c) => **c = CacheX86_64::new(),
+                Inner::Arm(_, c) => **c = CacheAarch64::new(),
+            }
+            Err(framehop::Error::IntegerOverflow)
+        })
     }
 }
 

@@ -65,34 +65,16 @@ fn kallsyms(ko: &Path, place: &Placement) -> String {
     s
 }
 
-/// Writes an archive like the agent's and returns its path.
-fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) -> PathBuf {
-    let place = common::placement(ko);
-    let mut samples: Vec<Sample> = probes(ko, &place)
-        .iter()
-        .map(|p| Sample {
-            pid: 0,
-            tid: 0,
-            kernel: true,
-            ip: p.addr,
-            callers: vec![KERNEL_TEXT + 0x210],
-        })
-        .collect();
-    samples.push(Sample {
-        pid: 0,
-        tid: 0,
-        kernel: true,
-        ip: KERNEL_TEXT + 0x120,
-        callers: vec![],
-    });
-    let perf = perfdata::write(&samples);
-    let core: Vec<u64> = place
-        .iter()
-        .filter(|(k, _)| !k.starts_with(".init"))
-        .map(|(_, v)| *v)
-        .collect();
-    let base = *core.iter().min().unwrap();
-    let manifest = Manifest {
+/// The agent's manifest for the archive: one cpu-clock event, the test kernel and
+/// `kprof_testmod` placed at `place` (core base `base`).
+fn manifest(
+    place: &Placement,
+    module_build_id: &str,
+    base: u64,
+    samples: usize,
+    perf_len: usize,
+) -> Manifest {
+    Manifest {
         schema: kprof_capture::MANIFEST_SCHEMA.into(),
         version: kprof_capture::MANIFEST_VERSION,
         capture_id: "test".into(),
@@ -114,7 +96,7 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
             fallback_from: None,
             fallback_reason: None,
             ids: vec![],
-            samples: samples.len() as u64,
+            samples: samples as u64,
             lost: 0,
             throttled: 0,
             count: None,
@@ -146,7 +128,7 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
         }],
         perf_data: FileDigest {
             file: "perf.data".into(),
-            size: perf.len() as u64,
+            size: perf_len as u64,
             sha256: String::new(),
         },
         sysctl: Default::default(),
@@ -156,7 +138,37 @@ fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) ->
         truncation: None,
         ring_dropped: None,
         skipped_files: None,
-    };
+    }
+}
+
+/// Writes an archive like the agent's and returns its path.
+fn archive(dir: &Path, ko: &Path, module_build_id: &str, with_kallsyms: bool) -> PathBuf {
+    let place = common::placement(ko);
+    let mut samples: Vec<Sample> = probes(ko, &place)
+        .iter()
+        .map(|p| Sample {
+            pid: 0,
+            tid: 0,
+            kernel: true,
+            ip: p.addr,
+            callers: vec![KERNEL_TEXT + 0x210],
+        })
+        .collect();
+    samples.push(Sample {
+        pid: 0,
+        tid: 0,
+        kernel: true,
+        ip: KERNEL_TEXT + 0x120,
+        callers: vec![],
+    });
+    let perf = perfdata::write(&samples);
+    let core: Vec<u64> = place
+        .iter()
+        .filter(|(k, _)| !k.starts_with(".init"))
+        .map(|(_, v)| *v)
+        .collect();
+    let base = *core.iter().min().unwrap();
+    let manifest = manifest(&place, module_build_id, base, samples.len(), perf.len());
     let stage = dir.join("stage");
     std::fs::create_dir_all(&stage).unwrap();
     std::fs::write(stage.join("perf.data"), &perf).unwrap();
@@ -210,7 +222,7 @@ fn symbolize_archive_module_samples_resolve() {
     let tmp = tempfile::tempdir().unwrap();
     let cap = archive(tmp.path(), ko, &build_id_of(ko), true);
     let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
-    assert!(matches!(&module_image(&p).symbols, SymbolSource::BuildId { path } if path == ko));
+    assert!(matches!(&module_image(&p).symbols, SymbolSource::BuildId { path, .. } if path == ko));
     let place = common::placement(ko);
     let probes = probes(ko, &place);
     let mut checked = 0;

@@ -140,6 +140,7 @@ fn find_symbols_non_hex_build_id_missing() {
         index: kprof_symbols::index::BuildIdIndex::default(),
         perf_cache: Some(std::env::temp_dir()),
         debug_roots: vec![std::env::temp_dir()],
+        providers: Vec::new(),
         use_recorded_paths: false,
     };
     for id in ["aébc", "é", "ab/../../etc", "AB12"] {

@@ -245,7 +245,7 @@ fn unwind_perfdata_split_debug_eh_frame_from_stripped() {
         .find(|i| i.name == "unwind_demo")
         .unwrap();
     assert!(
-        matches!(&img.symbols, kprof_symbols::profile::SymbolSource::BuildId { path } if path.ends_with("unwind_demo.debug")),
+        matches!(&img.symbols, kprof_symbols::profile::SymbolSource::BuildId { path, .. } if path.ends_with("unwind_demo.debug")),
         "{:?}",
         img.symbols
     );

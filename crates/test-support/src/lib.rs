@@ -2,9 +2,15 @@
 //!
 //! Standard library only without features: the agent's dev-dependency closure stays what
 //! Yocto's `kprof-agent-crates.inc` lists. Feature `report` adds the module `report` (real captures
-//! symbolized by kprof-symbols, headless Chromium), for the host crates' tests.
+//! symbolized by kprof-symbols, headless Chromium), for the host crates' tests; feature `board`
+//! the module `board` (the QEMU board of kprofctl's board tests).
 #![warn(missing_docs)]
 
+#[cfg(feature = "board")]
+pub mod board;
+#[cfg(feature = "debuginfod")]
+pub mod debuginfod;
+pub mod proxy;
 #[cfg(feature = "report")]
 pub mod report;
 
@@ -25,8 +31,19 @@ pub fn kprofctl(bin: &Path, home: &Path, work: &Path) -> Command {
         .env_remove("KPROF_PASSWORD")
         .env_remove("KPROF_AGENT")
         .env_remove("BUILDDIR")
+        .env_remove("DEBUGINFOD_URLS")
         .stdin(Stdio::null());
     cmd
+}
+
+/// Runs `cmd` (kprofctl, as a rule) and returns (success, stdout, stderr).
+pub fn outcome(cmd: &mut Command) -> (bool, String, String) {
+    let out = cmd.output().expect("spawn kprofctl");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// The C compiler of the tests' workloads.

@@ -14,8 +14,9 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -247,32 +248,7 @@ fn execute(plan: &Plan, log: &Path) -> anyhow::Result<ExitStatus> {
         .spawn()
         .with_context(|| format!("starting {}", plan.program))?;
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|stream| {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stream);
-            let mut line = Vec::new();
-            // Lines, and also carriage-return-separated progress updates.
-            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                if tx.send(std::mem::take(&mut line)).is_err() {
-                    break;
-                }
-            }
-        })
-    })
-    .collect();
+    let readers = line_readers(&mut child, &tx);
     drop(tx);
 
     let spinner = crate::progress::spinner(&plan.what);
@@ -306,6 +282,36 @@ fn execute(plan: &Plan, log: &Path) -> anyhow::Result<ExitStatus> {
         return Err(e).with_context(|| format!("writing the build log {}", log.display()));
     }
     Ok(status)
+}
+
+/// One thread per output stream of `child`, sending its lines to `tx`.
+fn line_readers(child: &mut Child, tx: &mpsc::Sender<Vec<u8>>) -> Vec<JoinHandle<()>> {
+    [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|stream| {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stream);
+            let mut line = Vec::new();
+            // Lines, and also carriage-return-separated progress updates.
+            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                if tx.send(std::mem::take(&mut line)).is_err() {
+                    break;
+                }
+            }
+        })
+    })
+    .collect()
 }
 
 fn which(program: &str) -> anyhow::Result<PathBuf> {

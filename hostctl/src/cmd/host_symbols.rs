@@ -37,6 +37,7 @@ pub fn options(symbol_paths: Vec<PathBuf>) -> kprof_symbols::Options {
             vmlinux_dir: Some(PathBuf::from("/usr/lib/debug/boot")),
         }),
         source_prefix: Vec::new(),
+        providers: Vec::new(),
     }
 }
 

@@ -254,7 +254,7 @@ pub fn annotate_all(l: &Loaded, filter: &Filter, name: &str) -> anyhow::Result<V
     let file = l.symbolizer.symbol_file(p.functions[f].image);
     let rw = |s: &str| rewrite(&l.prefixes, s);
     Ok((0..p.events.len())
-        .map(|e| kprof_symbols::annotate::annotate(p, filter, f, e, file, &rw))
+        .map(|e| kprof_symbols::annotate::annotate(p, filter, f, e, file, &rw, &l.symbolizer))
         .collect())
 }
 
@@ -265,19 +265,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     // On-CPU and off-CPU never mix: blocked ns are not samples.
     let had_off_cpu = l.profile.off_cpu.is_some();
-    // The HTML timeline draws them on the thread tracks: the switch-outs in the --time window,
-    // as `report --off-cpu --time` counts them.
-    let blocked: Vec<render::html::blocked::Span> = match args.format {
-        Format::Html => render::html::blocked::spans(&l.profile)
-            .into_iter()
-            .filter(|s| {
-                args.time.is_none_or(|t| {
-                    t.start.is_none_or(|a| s.start >= a) && t.end.is_none_or(|b| s.start < b)
-                })
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let blocked = blocked_spans(&args, &l.profile);
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
     if had_off_cpu && l.profile.events.is_empty() {
         anyhow::bail!(
@@ -286,33 +274,87 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         );
     }
     let events = select_events(&l.profile, &args.event)?;
-    let ratio = match &args.ratio {
-        Some(r) => {
-            let (a, b) = ratio_events(&l.profile, r)?;
-            let pa = events.iter().position(|e| *e == a);
-            let pb = events.iter().position(|e| *e == b);
-            match (pa, pb) {
-                (Some(a), Some(b)) => Some((a, b)),
-                _ => anyhow::bail!("--ratio {r}: both events must be among the selected --event"),
-            }
+    let ratio = selected_ratio(&l.profile, &events, args.ratio.as_deref())?;
+    let projected = project(&args, l, &events)?;
+    let mut out = output(&args)?;
+    match args.format {
+        Format::Text | Format::Json => write_text_or_json(&args, &projected, ratio, &mut out)?,
+        Format::Html => write_html(&args, &projected, ratio, blocked, &mut out)?,
+        Format::Svg => render::flamegraph::write_svg(&projected.profile, &mut out)?,
+        Format::Collapsed => render::collapsed::write(&projected.profile, &mut out)?,
+        Format::Pprof => render::pprof::write(&projected.profile, &mut out)?,
+        // The profiler opens gzipped files as they are.
+        Format::Firefox
+            if args
+                .output
+                .as_ref()
+                .is_some_and(|o| o.extension() == Some("gz".as_ref())) =>
+        {
+            render::firefox::write_gzip(&projected.profile, &mut out)?
         }
-        None => None,
+        Format::Firefox => render::firefox::write(&projected.profile, &mut out)?,
+    }
+    out.flush().context("writing the report")?;
+    Ok(())
+}
+
+/// The switch-outs the HTML timeline draws on the thread tracks: those in the `--time`
+/// window, as `report --off-cpu --time` counts them; none for the other formats.
+fn blocked_spans(args: &ReportArgs, p: &Profile) -> Vec<render::html::blocked::Span> {
+    match args.format {
+        Format::Html => render::html::blocked::spans(p)
+            .into_iter()
+            .filter(|s| {
+                args.time.is_none_or(|t| {
+                    t.start.is_none_or(|a| s.start >= a) && t.end.is_none_or(|b| s.start < b)
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `--ratio A/B` as positions among the selected `events`.
+fn selected_ratio(
+    p: &Profile,
+    events: &[usize],
+    ratio: Option<&str>,
+) -> anyhow::Result<Option<(usize, usize)>> {
+    let Some(r) = ratio else {
+        return Ok(None);
     };
-    let filter = Filter {
+    let (a, b) = ratio_events(p, r)?;
+    let pa = events.iter().position(|e| *e == a);
+    let pb = events.iter().position(|e| *e == b);
+    match (pa, pb) {
+        (Some(a), Some(b)) => Ok(Some((a, b))),
+        _ => anyhow::bail!("--ratio {r}: both events must be among the selected --event"),
+    }
+}
+
+/// The sample filter of `--image`, `--kernel`, `--user`, `--comm`, `--pid`, `--no-idle`.
+fn filter_of(args: &ReportArgs) -> Filter {
+    Filter {
         image: args.image.clone(),
         kernel: args.kernel,
         user: args.user,
         comm: args.comm.clone(),
         pid: args.pid,
         hide_idle: args.no_idle,
-    };
+    }
+}
+
+/// The profile cut to the `--time` window, the filters and the selected `events`, its
+/// warnings shown; an error when nothing is left that says which of those emptied it.
+fn project(args: &ReportArgs, l: Loaded, events: &[usize]) -> anyhow::Result<Loaded> {
+    let filter = filter_of(args);
     let had_samples = !l.profile.stacks.is_empty();
     let windowed = match args.time {
         Some(t) => views::into_time_window(l.profile, t.start, t.end),
         None => l.profile,
     };
     let projected = Loaded {
-        profile: views::select_events(views::filtered(windowed, &filter), &events),
+        profile: views::select_events(views::filtered(windowed, &filter), events),
         symbolizer: l.symbolizer,
         prefixes: l.prefixes,
     };
@@ -335,84 +377,90 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             "no samples match the filters (--image/--kernel/--user/--comm/--pid/--event)"
         );
     }
-    let all = Filter::default();
-    let mut out: Box<dyn Write> = match &args.output {
+    Ok(projected)
+}
+
+/// `-o FILE` (created private) or standard output, buffered.
+fn output(args: &ReportArgs) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match &args.output {
         Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    })
+}
+
+/// `--limit`, where 0 means every row.
+fn row_limit(args: &ReportArgs) -> usize {
+    if args.limit == 0 {
+        usize::MAX
+    } else {
+        args.limit
+    }
+}
+
+/// The text and JSON views: `--callers`, `--callees`, `--annotate`, or the functions table.
+fn write_text_or_json(
+    args: &ReportArgs,
+    projected: &Loaded,
+    ratio: Option<(usize, usize)>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let p = &projected.profile;
+    let json = args.format == Format::Json;
+    let all = Filter::default();
+    let tree_view = match (&args.callers, &args.callees) {
+        (Some(f), _) => Some((f, Direction::Callers)),
+        (None, Some(f)) => Some((f, Direction::Callees)),
+        (None, None) => None,
     };
-    let tree = |name: &str, dir: Direction| -> anyhow::Result<views::CallNode> {
+    if let Some((name, dir)) = tree_view {
         let targets = views::find_functions(p, name);
         if targets.is_empty() {
             anyhow::bail!("no function {name:?} in the samples");
         }
-        Ok(views::call_tree(p, &all, &targets, 0, dir))
-    };
-    match args.format {
-        Format::Text | Format::Json => {
-            let json = args.format == Format::Json;
-            if let Some(f) = &args.callers {
-                let t = tree(f, Direction::Callers)?;
-                if json {
-                    render::json::write_tree(p, &t, Direction::Callers, &mut out)?
-                } else {
-                    render::text::write_tree(p, &t, Direction::Callers, &mut out)?
-                }
-            } else if let Some(f) = &args.callees {
-                let t = tree(f, Direction::Callees)?;
-                if json {
-                    render::json::write_tree(p, &t, Direction::Callees, &mut out)?
-                } else {
-                    render::text::write_tree(p, &t, Direction::Callees, &mut out)?
-                }
-            } else if let Some(f) = &args.annotate {
-                let anns = annotate_all(&projected, &all, f)?;
-                if json {
-                    render::json::write_annotation(p, &anns, &mut out)?
-                } else {
-                    render::text::write_annotation(p, &anns, &mut out)?
-                }
-            } else if json {
-                render::json::write_functions(p, ratio, &mut out)?
-            } else {
-                let limit = if args.limit == 0 {
-                    usize::MAX
-                } else {
-                    args.limit
-                };
-                render::text::write_functions(p, &Filter::default(), ratio, limit, &mut out)?
-            }
+        let t = views::call_tree(p, &all, &targets, 0, dir);
+        if json {
+            render::json::write_tree(p, &t, dir, out)?
+        } else {
+            render::text::write_tree(p, &t, dir, out)?
         }
-        Format::Html => {
-            let target = match &args.annotate {
-                Some(f) => Some(f.clone()),
-                None => hottest_function(p),
-            };
-            let anns = match target {
-                Some(f) => annotate_all(&projected, &all, &f)?,
-                None => Vec::new(),
-            };
-            let options = render::html::Options {
-                ratio,
-                blocked,
-                unit: None,
-            };
-            render::html::write_with(p, anns.first(), &options, &mut out)?
+    } else if let Some(f) = &args.annotate {
+        let anns = annotate_all(projected, &all, f)?;
+        if json {
+            render::json::write_annotation(p, &anns, out)?
+        } else {
+            render::text::write_annotation(p, &anns, out)?
         }
-        Format::Svg => render::flamegraph::write_svg(p, &mut out)?,
-        Format::Collapsed => render::collapsed::write(p, &mut out)?,
-        Format::Pprof => render::pprof::write(p, &mut out)?,
-        // The profiler opens gzipped files as they are.
-        Format::Firefox
-            if args
-                .output
-                .as_ref()
-                .is_some_and(|o| o.extension() == Some("gz".as_ref())) =>
-        {
-            render::firefox::write_gzip(p, &mut out)?
-        }
-        Format::Firefox => render::firefox::write(p, &mut out)?,
+    } else if json {
+        render::json::write_functions(p, ratio, out)?
+    } else {
+        render::text::write_functions(p, &all, ratio, row_limit(args), out)?
     }
-    out.flush().context("writing the report")?;
+    Ok(())
+}
+
+/// The HTML report, annotating `--annotate` or else the hottest function.
+fn write_html(
+    args: &ReportArgs,
+    projected: &Loaded,
+    ratio: Option<(usize, usize)>,
+    blocked: Vec<render::html::blocked::Span>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let p = &projected.profile;
+    let target = match &args.annotate {
+        Some(f) => Some(f.clone()),
+        None => hottest_function(p),
+    };
+    let anns = match target {
+        Some(f) => annotate_all(projected, &Filter::default(), &f)?,
+        None => Vec::new(),
+    };
+    let options = render::html::Options {
+        ratio,
+        blocked,
+        unit: None,
+    };
+    render::html::write_with(p, anns.first(), &options, out)?;
     Ok(())
 }
 
@@ -429,14 +477,7 @@ fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
             "--event does not apply to --off-cpu (its events are the task states S and D)"
         );
     }
-    let filter = Filter {
-        image: args.image.clone(),
-        kernel: args.kernel,
-        user: args.user,
-        comm: args.comm.clone(),
-        pid: args.pid,
-        hide_idle: args.no_idle,
-    };
+    let filter = filter_of(args);
     let p = match args.time {
         Some(t) => views::into_time_window(p, t.start, t.end),
         None => p,
@@ -455,15 +496,8 @@ fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
             off.switches
         );
     }
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
-    let limit = if args.limit == 0 {
-        usize::MAX
-    } else {
-        args.limit
-    };
+    let mut out = output(args)?;
+    let limit = row_limit(args);
     use kprof_symbols::off_cpu::merged;
     match args.format {
         Format::Text => render::off_cpu::write_text(&p, limit, &mut out)?,

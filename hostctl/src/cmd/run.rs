@@ -4,7 +4,7 @@
 
 use crate::cmd::record_options::{CallGraph, CpuList, Frequency, Period, Pid, Seconds};
 use crate::cmd::symbol_args::SymbolArgs;
-use crate::remote::detached::{self, Ended};
+use crate::remote::detached::{self, Ended, RunDir};
 use crate::remote::kernel_match;
 use crate::remote::{board, Remote, SshArgs, Target};
 use crate::state::State;
@@ -175,44 +175,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         Ended::Exited {
             status: status @ (0 | TRUNCATED),
             last_line,
-        } => {
-            run.remove(&remote);
-            let capture = detached::capture_path(&last_line, args.output_dir.as_deref());
-            if !capture.starts_with('/') || !capture.ends_with(kprof_capture::ARCHIVE_SUFFIX) {
-                anyhow::bail!(
-                    "{target}: kprof-agent finished but its last line is not a capture path: `{capture}`"
-                );
-            }
-            crate::term::note(format_args!("capture on {target}: {capture}"));
-            if args.fetch {
-                let fetch = super::fetch::FetchArgs {
-                    args: vec![target.spec.clone()],
-                    dest: args.dest.clone(),
-                    no_report: false,
-                    capture_dir: Vec::new(),
-                    ssh: args.ssh.clone(),
-                    symbols: args.symbols.clone(),
-                };
-                super::fetch::fetch_paths(&remote, &fetch, std::slice::from_ref(&capture))?;
-            }
-            if status == TRUNCATED {
-                // The agent said why above; the capture is valid up to where writing failed.
-                anyhow::bail!(
-                    "{target}: the capture is TRUNCATED: writing perf.data on the board failed \
-                     (see kprof-agent's message above); {capture} holds what was recorded until \
-                     then{}",
-                    if args.fetch {
-                        ""
-                    } else {
-                        ": `kprofctl fetch` downloads it"
-                    }
-                );
-            }
-            if !args.fetch {
-                eprintln!("kprofctl: download it with `kprofctl fetch`");
-            }
-            Ok(())
-        }
+        } => captured(&remote, &target, &run, &args, status, &last_line),
         Ended::Exited { status, .. } => {
             run.remove(&remote);
             anyhow::bail!(
@@ -231,6 +194,54 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             target.spec
         ),
     }
+}
+
+/// The agent wrote its archive (complete, or `TRUNCATED` by a write error): the run dir goes,
+/// the capture is named and, with `--fetch`, downloaded and reported.
+fn captured(
+    remote: &Remote,
+    target: &Target,
+    run: &RunDir,
+    args: &RunArgs,
+    status: i32,
+    last_line: &str,
+) -> anyhow::Result<()> {
+    run.remove(remote);
+    let capture = detached::capture_path(last_line, args.output_dir.as_deref());
+    if !capture.starts_with('/') || !capture.ends_with(kprof_capture::ARCHIVE_SUFFIX) {
+        anyhow::bail!(
+            "{target}: kprof-agent finished but its last line is not a capture path: `{capture}`"
+        );
+    }
+    crate::term::note(format_args!("capture on {target}: {capture}"));
+    if args.fetch {
+        let fetch = super::fetch::FetchArgs {
+            args: vec![target.spec.clone()],
+            dest: args.dest.clone(),
+            no_report: false,
+            capture_dir: Vec::new(),
+            ssh: args.ssh.clone(),
+            symbols: args.symbols.clone(),
+        };
+        super::fetch::fetch_paths(remote, &fetch, std::slice::from_ref(&capture))?;
+    }
+    if status == TRUNCATED {
+        // The agent said why above; the capture is valid up to where writing failed.
+        anyhow::bail!(
+            "{target}: the capture is TRUNCATED: writing perf.data on the board failed \
+             (see kprof-agent's message above); {capture} holds what was recorded until \
+             then{}",
+            if args.fetch {
+                ""
+            } else {
+                ": `kprofctl fetch` downloads it"
+            }
+        );
+    }
+    if !args.fetch {
+        eprintln!("kprofctl: download it with `kprofctl fetch`");
+    }
+    Ok(())
 }
 
 /// `kprof-agent record`'s exit status for a capture cut short by a write error (a full disk)

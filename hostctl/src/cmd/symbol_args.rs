@@ -19,6 +19,10 @@ pub struct SymbolArgs {
     /// Rewrite source paths recorded at build time (repeatable), e.g. /build/linux=/home/me/linux.
     #[arg(long = "source-prefix", value_name = "OLD=NEW")]
     pub source_prefix: Vec<String>,
+    /// Ask no debuginfod server (`DEBUGINFOD_URLS`); files already in the debuginfod cache
+    /// are still used.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// `kprof.toml` as far as symbols go.
@@ -125,6 +129,9 @@ impl SymbolArgs {
         let paths = self.paths()?;
         Ok(kprof_symbols::Options {
             source_prefix: self.prefixes()?,
+            providers: crate::debuginfod::from_env(self.offline)?
+                .into_iter()
+                .collect(),
             ..super::host_symbols::options(paths)
         })
     }

@@ -1,7 +1,7 @@
 //! `kprofctl symbols`: symbol coverage of a capture — per image with samples, its recorded
 //! build-id and the file used, or why none.
 
-use super::report::load;
+use super::report::{load, Loaded};
 use super::symbol_args::SymbolArgs;
 use kprof_report::text::symbol_status;
 use kprof_symbols::profile::SymbolSource;
@@ -24,53 +24,75 @@ pub struct SymbolsArgs {
 
 pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
     let l = load(&args.capture, &args.symbols)?;
-    let p = &l.profile;
-    let rows = views::images(p, &Filter::default());
-    let total: u64 = rows
-        .iter()
-        .map(|r| r.samples.first().copied().unwrap_or(0))
-        .sum();
-    let mut out = std::io::stdout().lock();
+    let rows = views::images(&l.profile, &Filter::default());
     if args.json {
-        let images: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                let img = &p.images[r.image];
-                let (status, path) = match &img.symbols {
-                    SymbolSource::BuildId { path } => {
-                        ("build-id", Some(path.display().to_string()))
-                    }
-                    SymbolSource::Mismatch { path, .. } => {
-                        ("mismatch", Some(path.display().to_string()))
-                    }
-                    SymbolSource::Kallsyms => ("kallsyms", None),
-                    SymbolSource::Missing { .. } => ("missing", None),
-                };
-                serde_json::json!({
-                    "image": img.name,
-                    "recorded_path": img.recorded_path,
-                    "build_id": img.build_id,
-                    "status": status,
-                    "file": path,
-                    "detail": symbol_status(&img.symbols),
-                    "samples": r.samples.first().copied().unwrap_or(0),
-                })
-            })
-            .collect();
-        let v = serde_json::json!({
-            "schema": "kprof-symbols",
-            "version": 1,
-            "indexed_files": l.symbolizer.index().len(),
-            "images": images,
-            "warnings": p.warnings,
-        });
-        let text = serde_json::to_string_pretty(&v)?;
-        out.write_all(kprof_report::escape::json_c1(&text).as_bytes())?;
-        writeln!(out)?;
-        return Ok(());
+        return write_json(&l, &rows);
     }
+    write_table(&l, &rows)?;
+    for w in &l.profile.warnings {
+        crate::term::warning(w);
+    }
+    Ok(())
+}
+
+/// Samples of the first event in a row of the images view.
+fn samples(r: &views::ImageRow) -> u64 {
+    r.samples.first().copied().unwrap_or(0)
+}
+
+fn percent(n: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / total as f64
+    }
+}
+
+/// The `kprof-symbols` JSON document (docs/json-schema.md).
+fn write_json(l: &Loaded, rows: &[views::ImageRow]) -> anyhow::Result<()> {
+    let p = &l.profile;
+    let images: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let img = &p.images[r.image];
+            let (status, path, origin) = match &img.symbols {
+                SymbolSource::BuildId { path, origin } => ("build-id", Some(path), origin.clone()),
+                SymbolSource::Mismatch { path, .. } => ("mismatch", Some(path), None),
+                SymbolSource::Kallsyms => ("kallsyms", None, None),
+                SymbolSource::Missing { .. } => ("missing", None, None),
+            };
+            serde_json::json!({
+                "image": img.name,
+                "recorded_path": img.recorded_path,
+                "build_id": img.build_id,
+                "status": status,
+                "file": path.map(|p| p.display().to_string()),
+                "origin": origin,
+                "detail": symbol_status(&img.symbols),
+                "samples": samples(r),
+            })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "schema": "kprof-symbols",
+        "version": 1,
+        "indexed_files": l.symbolizer.index().len(),
+        "images": images,
+        "warnings": p.warnings,
+    });
+    let text = serde_json::to_string_pretty(&v)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(kprof_report::escape::json_c1(&text).as_bytes())?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The coverage table: per image its share, build-id and symbol file (or why none).
+fn write_table(l: &Loaded, rows: &[views::ImageRow]) -> anyhow::Result<()> {
+    let p = &l.profile;
+    let total: u64 = rows.iter().map(samples).sum();
     // Image names and paths come from the board: no raw control characters to the terminal.
-    let mut out = kprof_report::escape::Escaping::new(out);
+    let mut out = kprof_report::escape::Escaping::new(std::io::stdout().lock());
     writeln!(
         out,
         "{} ELF files indexed ({} read this time)",
@@ -83,20 +105,16 @@ pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
         "samples", "%", "image", "build-id"
     )?;
     let mut covered = 0u64;
-    for r in &rows {
+    for r in rows {
         let img = &p.images[r.image];
-        let n = r.samples.first().copied().unwrap_or(0);
+        let n = samples(r);
         if matches!(img.symbols, SymbolSource::BuildId { .. }) {
             covered += n;
         }
         writeln!(
             out,
             "{n:>10} {:>6.2}%  {:<24} {:<40}  {}",
-            if total == 0 {
-                0.0
-            } else {
-                n as f64 * 100.0 / total as f64
-            },
+            percent(n, total),
             img.name,
             img.build_id.as_deref().unwrap_or("(none recorded)"),
             symbol_status(&img.symbols)
@@ -105,14 +123,7 @@ pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
     writeln!(
         out,
         "{:.1}% of samples are in images with build-id matched symbol files",
-        if total == 0 {
-            0.0
-        } else {
-            covered as f64 * 100.0 / total as f64
-        }
+        percent(covered, total)
     )?;
-    for w in &p.warnings {
-        crate::term::warning(w);
-    }
     Ok(())
 }

@@ -149,83 +149,23 @@ fn tail_script(dir: &str) -> String {
 
 /// Copies the agent's output here until it exits, the link breaks or Ctrl-C detaches.
 pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
-    let t = &remote.target;
     check_run_dir(remote, &run.dir)?;
     let mut ch = remote.channel(&tail_script(&run.dir))?;
     let sess = remote.session();
     sess.set_blocking(false);
-    let mut stdout = std::io::stdout();
-    let mut stderr = std::io::stderr();
-    let mut line = Vec::<u8>::new();
-    let mut last_line = Vec::<u8>::new();
+    let mut relay = Relay::default();
     let mut buf = vec![0u8; 32 * 1024];
-    let mut seen_interrupts = 0;
-    let mut stop_sent: Option<Instant> = None;
-    let mut term_sent = false;
-    let result = 'poll: loop {
-        let mut progressed = false;
-        let mut eof = [false, false];
-        for (i, stream_id) in [0, 1].into_iter().enumerate() {
-            match ch.stream(stream_id).read(&mut buf) {
-                Ok(0) => eof[i] = true,
-                Ok(n) => {
-                    progressed = true;
-                    let data = &buf[..n];
-                    if stream_id == 0 {
-                        let _ = stdout.write_all(data);
-                        let _ = stdout.flush();
-                        for &b in data {
-                            if b == b'\n' {
-                                if !line.iter().all(u8::is_ascii_whitespace) {
-                                    last_line = std::mem::take(&mut line);
-                                }
-                                line.clear();
-                            } else {
-                                line.push(b);
-                            }
-                        }
-                    } else {
-                        let _ = stderr.write_all(data);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => break 'poll Some(Ended::LinkLost(e.to_string())),
-            }
-        }
-        if eof == [true, true] && ch.eof() {
+    let mut stops = StopRequests::default();
+    let result = loop {
+        let (progressed, eof) = match relay.copy(&mut ch, &mut buf) {
+            Ok(copied) => copied,
+            Err(e) => break Some(Ended::LinkLost(e.to_string())),
+        };
+        if eof && ch.eof() {
             break None;
         }
-        let presses = crate::interrupt::presses();
-        if presses > seen_interrupts {
-            seen_interrupts = presses;
-            if presses >= 2 {
-                break Some(Ended::Detached);
-            }
-            eprintln!(
-                "\nkprofctl: stopping the capture on {t} (it is kept; Ctrl-C again to detach)"
-            );
-            sess.set_blocking(true);
-            let sent = send_stop(remote, &run.dir, false);
-            sess.set_blocking(false);
-            match sent {
-                Ok(Some(refused)) => {
-                    sess.set_blocking(true);
-                    anyhow::bail!("{t}: {refused}; the agent was not signalled");
-                }
-                Ok(None) => {}
-                Err(e) => break Some(Ended::LinkLost(format!("{e:#}"))),
-            }
-            stop_sent = Some(Instant::now());
-        }
-        if let Some(at) = stop_sent {
-            if !term_sent && at.elapsed() > Duration::from_secs(10) {
-                // The agent did not react to SIGINT (it is inherited ignored by background
-                // jobs of some shells): SIGTERM finalizes the same way.
-                term_sent = true;
-                sess.set_blocking(true);
-                let _ = send_stop(remote, &run.dir, true);
-                sess.set_blocking(false);
-            }
+        if let Some(ended) = stops.poll(remote, run)? {
+            break Some(ended);
         }
         if !progressed {
             if let Err(e) = sess.keepalive_send() {
@@ -240,14 +180,17 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
     if let Some(ended) = result {
         return Ok(ended);
     }
-    let _ = stderr.flush();
-    if !line.iter().all(u8::is_ascii_whitespace) {
-        last_line = line;
-    }
+    let last_line = relay.finish();
     if ch.wait_close().is_err() {
         return Ok(Ended::LinkLost("the connection closed".into()));
     }
-    let status = ch.exit_status().unwrap_or(-1);
+    exited(remote, run, ch.exit_status().unwrap_or(-1), last_line)
+}
+
+/// The tail loop's exit status: the agent's, or one of the loop's own (253-255) that say
+/// what happened to the run directory.
+fn exited(remote: &Remote, run: &RunDir, status: i32, last_line: String) -> anyhow::Result<Ended> {
+    let t = &remote.target;
     match status {
         255 => anyhow::bail!("{t}: the run directory {} vanished from the board", run.dir),
         253 => anyhow::bail!(
@@ -262,10 +205,115 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
         ),
         _ => {}
     }
-    Ok(Ended::Exited {
-        status,
-        last_line: String::from_utf8_lossy(&last_line).into_owned(),
-    })
+    Ok(Ended::Exited { status, last_line })
+}
+
+/// The agent's stdout and stderr copied to ours, keeping the last non-blank stdout line (the
+/// archive's path).
+#[derive(Default)]
+struct Relay {
+    line: Vec<u8>,
+    last_line: Vec<u8>,
+}
+
+impl Relay {
+    /// One non-blocking read of each stream: whether anything came, and whether both are at
+    /// their end.
+    fn copy(&mut self, ch: &mut ssh2::Channel, buf: &mut [u8]) -> std::io::Result<(bool, bool)> {
+        let mut progressed = false;
+        let mut eof = [false, false];
+        for (i, stream_id) in [0, 1].into_iter().enumerate() {
+            match ch.stream(stream_id).read(buf) {
+                Ok(0) => eof[i] = true,
+                Ok(n) => {
+                    progressed = true;
+                    if stream_id == 0 {
+                        self.stdout(&buf[..n]);
+                    } else {
+                        let _ = std::io::stderr().write_all(&buf[..n]);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((progressed, eof == [true, true]))
+    }
+
+    fn stdout(&mut self, data: &[u8]) {
+        let mut stdout = std::io::stdout();
+        let _ = stdout.write_all(data);
+        let _ = stdout.flush();
+        for &b in data {
+            if b == b'\n' {
+                if !self.line.iter().all(u8::is_ascii_whitespace) {
+                    self.last_line = std::mem::take(&mut self.line);
+                }
+                self.line.clear();
+            } else {
+                self.line.push(b);
+            }
+        }
+    }
+
+    /// The last non-blank stdout line, also when it had no newline.
+    fn finish(mut self) -> String {
+        let _ = std::io::stderr().flush();
+        if !self.line.iter().all(u8::is_ascii_whitespace) {
+            self.last_line = self.line;
+        }
+        String::from_utf8_lossy(&self.last_line).into_owned()
+    }
+}
+
+/// Ctrl-C while streaming: the first stops the agent (SIGINT, then SIGTERM if it has not
+/// reacted in 10 s), the second detaches.
+#[derive(Default)]
+struct StopRequests {
+    seen: usize,
+    sent: Option<Instant>,
+    term_sent: bool,
+}
+
+impl StopRequests {
+    /// Acts on Ctrl-C presses since the last call; `Some` when the stream ends here.
+    fn poll(&mut self, remote: &Remote, run: &RunDir) -> anyhow::Result<Option<Ended>> {
+        let t = &remote.target;
+        let sess = remote.session();
+        let presses = crate::interrupt::presses();
+        if presses > self.seen {
+            self.seen = presses;
+            if presses >= 2 {
+                return Ok(Some(Ended::Detached));
+            }
+            eprintln!(
+                "\nkprofctl: stopping the capture on {t} (it is kept; Ctrl-C again to detach)"
+            );
+            sess.set_blocking(true);
+            let sent = send_stop(remote, &run.dir, false);
+            sess.set_blocking(false);
+            match sent {
+                Ok(Some(refused)) => {
+                    sess.set_blocking(true);
+                    anyhow::bail!("{t}: {refused}; the agent was not signalled");
+                }
+                Ok(None) => {}
+                Err(e) => return Ok(Some(Ended::LinkLost(format!("{e:#}")))),
+            }
+            self.sent = Some(Instant::now());
+        }
+        if let Some(at) = self.sent {
+            if !self.term_sent && at.elapsed() > Duration::from_secs(10) {
+                // The agent did not react to SIGINT (it is inherited ignored by background
+                // jobs of some shells): SIGTERM finalizes the same way.
+                self.term_sent = true;
+                sess.set_blocking(true);
+                let _ = send_stop(remote, &run.dir, true);
+                sess.set_blocking(false);
+            }
+        }
+        Ok(None)
+    }
 }
 
 fn is_link_error(e: &ssh2::Error) -> bool {

@@ -96,15 +96,7 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
     } else {
         format!("tail -c +{} {}", offset + 1, quote(&cap.path))
     };
-    // Captures hold kallsyms and kernel addresses: 0600 from the first byte, whatever the umask.
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(part)
-        .with_context(|| format!("cannot open {}", part.display()))?;
-    // A `.part` of an older kprofctl (0644 by umask) is ours to tighten before more goes in.
-    private(&file, part)?;
+    let mut file = open_part(part)?;
     let bar = progress::bar(cap.size, &cap.id, Counting::Bytes);
     bar.set_position(offset);
     let mut ch = remote.channel(&command)?;
@@ -169,7 +161,31 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
     bar.finish_and_clear();
     file.sync_all().ok();
     result?;
-    let out = remote.finish(&mut ch).map_err(|e| {
+    check_sent(remote, &mut ch, cap, done)
+}
+
+/// `part` opened for appending, private.
+fn open_part(part: &Path) -> anyhow::Result<std::fs::File> {
+    // Captures hold kallsyms and kernel addresses: 0600 from the first byte, whatever the umask.
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(part)
+        .with_context(|| format!("cannot open {}", part.display()))?;
+    // A `.part` of an older kprofctl (0644 by umask) is ours to tighten before more goes in.
+    private(&file, part)?;
+    Ok(file)
+}
+
+/// The exit status of the board's `cat`/`tail` once all `done` bytes came: it read the file.
+fn check_sent(
+    remote: &Remote,
+    ch: &mut ssh2::Channel,
+    cap: &RemoteCapture,
+    done: u64,
+) -> anyhow::Result<()> {
+    let out = remote.finish(ch).map_err(|e| {
         anyhow::anyhow!(
             "{e} (download of {} at {done} of {} bytes; run `kprofctl fetch` again to resume)",
             cap.path,
@@ -178,7 +194,8 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
     })?;
     if out.status != 0 {
         anyhow::bail!(
-            "{t}: reading {} on the board failed: {}",
+            "{}: reading {} on the board failed: {}",
+            remote.target,
             cap.path,
             out.stderr_str()
         );

@@ -18,6 +18,7 @@ mod render_support;
 mod render_svg;
 mod render_viewer;
 mod report_common;
+mod report_debuginfod;
 mod report_errors;
 mod report_escape;
 mod report_events;

@@ -2,7 +2,9 @@
 //! (the "board"): quoting, live output, Ctrl-C, a link cut mid-capture, cut and corrupt
 //! downloads. Every capture goes to a per-test directory (`run -o`).
 
-use crate::remote_support::{agent_binary, board, outcome, Client, CuttingProxy, Sshd};
+use crate::remote_support::{agent_binary, board, Client, Sshd};
+use kprof_test_support::outcome;
+use kprof_test_support::proxy::CuttingProxy;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,9 +2,8 @@
 //! aliases, passwords. A login is proven by an error only a logged-in kprofctl can give: asking
 //! `fetch` for a capture id that does not exist.
 
-use crate::remote_support::{
-    board, outcome, run_ok, throwaway_user, untrusted_board, Client, Sshd,
-};
+use crate::remote_support::{board, run_ok, throwaway_user, untrusted_board, Client, Sshd};
+use kprof_test_support::outcome;
 use std::process::Command;
 
 /// The message `fetch TARGET nope` gives once logged in.

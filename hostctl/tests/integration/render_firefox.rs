@@ -155,6 +155,11 @@ fn render_firefox_perf_capture_threads_stacks_cpus() {
         0,
         "cpu-clock is a software event: no counter track"
     );
+    assert_gzipped_same(p.path(), &fx);
+}
+
+/// `-o fx.json.gz` in `dir` writes `fx`, gzipped.
+fn assert_gzipped_same(dir: &std::path::Path, fx: &Value) {
     kprofctl_ok(
         &[
             "report",
@@ -166,16 +171,16 @@ fn render_firefox_perf_capture_threads_stacks_cpus() {
             "-o",
             "fx.json.gz",
         ],
-        p.path(),
+        dir,
     );
     let unzipped = Command::new("gzip")
         .args(["-dc", "fx.json.gz"])
-        .current_dir(p.path())
+        .current_dir(dir)
         .output()
         .expect("gzip runs");
     assert!(unzipped.status.success(), "-o *.gz writes gzip");
     let again: Value = serde_json::from_slice(&unzipped.stdout).unwrap();
-    assert_eq!(again, fx, "the same profile, gzipped");
+    assert_eq!(&again, fx, "the same profile, gzipped");
 }
 
 /// `kprof-agent record -e cpu-clock -g OPTIONS -o captures -- ./phases SECONDS` in `dir`:

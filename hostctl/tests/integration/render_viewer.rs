@@ -191,6 +191,60 @@ pub(crate) fn layout_ok(result: &Value, what: &str) {
     assert!(console.is_empty(), "{what}: console messages: {console:?}");
 }
 
+/// One dragged range of the viewer: bounds on bin edges, kept across a reload and shown to
+/// the ns; its functions table is `report --time` of the window, `phase` on top of the
+/// workload's functions and well above `other`.
+fn check_phase_drag(dir: &Path, drag: &Value, phase: &str, other: &str) {
+    let window = &drag["window"];
+    let (start, end, width) = (
+        window["start"].as_u64().unwrap(),
+        window["end"].as_u64().unwrap(),
+        window["width"].as_u64().unwrap(),
+    );
+    assert!(
+        start % width == 0 && end % width == 0 && end > start,
+        "{window}"
+    );
+    assert_eq!(
+        drag["afterReload"], *window,
+        "the fragment keeps the window"
+    );
+    let label = drag["label"].as_str().unwrap();
+    let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    assert!(
+        label.contains(&secs(start)) && label.contains(&secs(end)),
+        "bounds shown with ns precision: {label}"
+    );
+    let page_counts: BTreeMap<String, u64> = drag["self"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    same_counts(
+        &page_counts,
+        &cli_window(dir, "perf.data", start, end, true),
+        label,
+    );
+    // The machine may be busy with other work (the capture is system-wide): the phase
+    // is judged within the workload.
+    let top = page_counts
+        .iter()
+        .filter(|(k, _)| k.starts_with(&format!("{WORKLOAD}:")))
+        .max_by_key(|(_, n)| **n)
+        .unwrap()
+        .0;
+    assert_eq!(top, phase, "the workload's top function in {label}");
+    let (mine, theirs) = (
+        page_counts[phase],
+        page_counts.get(other).copied().unwrap_or(0),
+    );
+    assert!(
+        mine > 4 * theirs,
+        "{phase} dominates {label}: {mine} against {other} {theirs}"
+    );
+}
+
 /// The viewer on a real two-phase capture in Chromium: no console error, no horizontal
 /// overflow at 1366x768 or 1920x1080 in any tab, one-line function rows, one track per CPU,
 /// the busiest thread's track drawn, and a dragged range per phase whose functions table is
@@ -244,59 +298,12 @@ fn report_html_viewer_two_phases_in_chromium() {
     let drags = result["drags"].as_array().unwrap();
     let (phase_a, phase_b) = (format!("{WORKLOAD}:phase_a"), format!("{WORKLOAD}:phase_b"));
     for (drag, phase) in drags.iter().zip([&phase_a, &phase_b]) {
-        let window = &drag["window"];
-        let (start, end, width) = (
-            window["start"].as_u64().unwrap(),
-            window["end"].as_u64().unwrap(),
-            window["width"].as_u64().unwrap(),
-        );
-        assert!(
-            start % width == 0 && end % width == 0 && end > start,
-            "{window}"
-        );
-        assert_eq!(
-            drag["afterReload"], *window,
-            "the fragment keeps the window"
-        );
-        let label = drag["label"].as_str().unwrap();
-        let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
-        assert!(
-            label.contains(&secs(start)) && label.contains(&secs(end)),
-            "bounds shown with ns precision: {label}"
-        );
-        let page_counts: BTreeMap<String, u64> = drag["self"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
-            .collect();
-        same_counts(
-            &page_counts,
-            &cli_window(dir, "perf.data", start, end, true),
-            label,
-        );
-        // The machine may be busy with other work (the capture is system-wide): the phase
-        // is judged within the workload.
-        let top = page_counts
-            .iter()
-            .filter(|(k, _)| k.starts_with(&format!("{WORKLOAD}:")))
-            .max_by_key(|(_, n)| **n)
-            .unwrap()
-            .0;
-        assert_eq!(top, phase, "the workload's top function in {label}");
         let other = if phase == &phase_a {
             &phase_b
         } else {
             &phase_a
         };
-        let (mine, theirs) = (
-            page_counts[phase],
-            page_counts.get(other).copied().unwrap_or(0),
-        );
-        assert!(
-            mine > 4 * theirs,
-            "{phase} dominates {label}: {mine} against {other} {theirs}"
-        );
+        check_phase_drag(dir, drag, phase, other);
     }
 
     // "Include the idle loop": the same window now matches --time without --no-idle.

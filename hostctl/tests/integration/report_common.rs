@@ -1,5 +1,4 @@
 //! Shared by the report tests: the C workload, recorded once with Linux `perf record`.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -62,11 +61,19 @@ pub fn perf_record(dir: &Path, options: &[&str], reps: &str) {
 
 /// Runs kprofctl with a private build-id index.
 pub fn kprofctl(args: &[&str]) -> Output {
+    kprofctl_env(args, &[])
+}
+
+/// Runs kprofctl with a private build-id index and `env` set. No debuginfod server unless
+/// `env` names one: the tests' results must not depend on the environment's.
+pub fn kprofctl_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let cache = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_kprofctl"))
         .args(args)
         .env("KPROF_CACHE_DIR", cache.path())
         .env_remove("BUILDDIR")
+        .env_remove("DEBUGINFOD_URLS")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }

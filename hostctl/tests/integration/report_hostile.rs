@@ -3,8 +3,9 @@
 //! standard input, a board sending more than it listed. Each fails with one message naming
 //! the field or the limit (and how to raise it), quickly, without a panic.
 
-use crate::remote_support::{board, outcome, Client};
+use crate::remote_support::{board, Client};
 use crate::report_common::{assert_clear_failure, kprofctl};
+use kprof_test_support::outcome;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

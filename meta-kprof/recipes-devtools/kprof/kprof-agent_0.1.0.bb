@@ -15,7 +15,7 @@ SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffi
 # A user's bitbake fetches this commit, not the layer's checkout: its licence files and
 # Cargo.lock must match LIC_FILES_CHKSUM and kprof-agent-crates.inc (ci/checks/check-srcrev).
 # To bump: set it here and in mychardrv, then run ci/checks/gen-crates-inc on its Cargo.lock.
-SRCREV = "1364f84a31a01c5fe1f1d3dab5e27313059b9370"
+SRCREV = "6a4c37aa4026c6c3a99e146ee3bb831ba8604a06"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof"

@@ -27,67 +27,13 @@ pub fn build(
     let (comms, thread_comm) = comms(profile);
     let trie = Trie::build(profile, &thread_comm);
     let ann = annotation.map(|a| AnnotationIndex::new(profile, a));
-
-    // Page stacks: profile stacks merged by what the page shows of them.
-    let mut lines: HashMap<(&str, u32, usize), usize> = HashMap::new();
-    let mut line_rows: Vec<(&str, u32, usize)> = Vec::new();
-    let mut merged: HashMap<[i64; 6], usize> = HashMap::new();
-    let mut keys: Vec<[i64; 6]> = Vec::new();
-    let mut counts: Vec<Vec<u64>> = vec![Vec::new(); nev];
-    let mut page_of = Vec::with_capacity(profile.stacks.len());
-    for (i, stack) in profile.stacks.iter().enumerate() {
-        let self_frame = views::self_frame(profile, stack);
-        let self_fn = self_frame.map_or(-1, |f| profile.frames[f].function as i64);
-        let leaf = stack.frames.first().and_then(|&f| profile.frames.get(f));
-        let line = match leaf.and_then(|l| Some((l.file.as_deref()?, l.line?, l.function))) {
-            Some(key) => *lines.entry(key).or_insert_with(|| {
-                line_rows.push(key);
-                line_rows.len() - 1
-            }) as i64,
-            None => -1,
-        };
-        let (src, asm) = match &ann {
-            Some(a) if self_fn >= 0 && self_fn as usize == a.function => {
-                let address = self_frame.map(|f| profile.frames[f].address);
-                (
-                    leaf.and_then(|l| a.source_row(l.file.as_deref()?, l.line?))
-                        .map_or(-1, |r| r as i64),
-                    address
-                        .and_then(|addr| a.asm_rows.get(&addr).copied())
-                        .map_or(-1, |r| r as i64),
-                )
-            }
-            _ => (-1, -1),
-        };
-        let key = [
-            trie.leaf_of[i] as i64,
-            stack.thread as i64,
-            self_fn,
-            line,
-            src,
-            asm,
-        ];
-        let page = *merged.entry(key).or_insert_with(|| {
-            keys.push(key);
-            for c in &mut counts {
-                c.push(0);
-            }
-            keys.len() - 1
-        });
-        for (e, c) in counts.iter_mut().enumerate() {
-            c[page] += stack.counts.get(e).copied().unwrap_or(0);
-        }
-        page_of.push(page as u32);
-    }
-    let column = |k: usize| -> Packed {
-        let mut p = Packed::default();
-        for key in &keys {
-            p.push_signed(key[k]);
-        }
-        p
-    };
-
-    let bins = timeline::Bins::build(profile, &page_of, &thread_comm, options.unit.is_some());
+    let stacks = PageStacks::merge(profile, &trie, ann.as_ref());
+    let bins = timeline::Bins::build(
+        profile,
+        &stacks.page_of,
+        &thread_comm,
+        options.unit.is_some(),
+    );
 
     json!({
         "events": profile.events.iter().map(|e| json!({
@@ -99,41 +45,136 @@ pub fn build(
         "comms": comms,
         "threads": profile.threads.iter().zip(&thread_comm).map(|(t, &c)| json!([t.pid, t.tid, c])).collect::<Vec<_>>(),
         "images": profile.images.iter().map(|i| json!([i.name, kind(i)])).collect::<Vec<_>>(),
-        "functions": {
-            "name": profile.functions.iter().map(|f| f.name.as_deref().unwrap_or("[unknown]")).collect::<Vec<_>>(),
-            "image": profile.functions.iter().map(|f| f.image as u64).collect::<Packed>().finish(),
-            "src": profile.functions.iter().map(|f| match (&f.file, f.line) {
-                (Some(file), Some(line)) => format!("{}:{line}", profile.source_path(file)),
-                (Some(file), None) => profile.source_path(file).to_owned(),
-                _ => String::new(),
-            }).collect::<Vec<_>>(),
-        },
+        "functions": functions_json(profile),
         "nodes": {
             "n": trie.parent.len(),
             "up": trie.parent.iter().enumerate().map(|(i, &p)| (i - p) as u64).collect::<Packed>().finish(),
             "key": trie.key.iter().copied().collect::<Packed>().finish(),
         },
-        "stacks": {
-            "n": keys.len(),
-            "node": column(0).finish(),
-            "thread": column(1).finish(),
-            "self": column(2).finish(),
-            "line": column(3).finish(),
-            "src": column(4).finish(),
-            "asm": column(5).finish(),
-            "counts": counts.iter().map(|c| c.iter().copied().collect::<Packed>().finish()).collect::<Vec<_>>(),
-        },
-        "lines": {
-            "file": line_rows.iter().map(|(f, _, _)| profile.source_path(f)).collect::<Vec<_>>(),
-            "line": line_rows.iter().map(|&(_, l, _)| u64::from(l)).collect::<Packed>().finish(),
-            "function": line_rows.iter().map(|&(_, _, f)| f as u64).collect::<Packed>().finish(),
-        },
+        "stacks": stacks.to_json(),
+        "lines": stacks.lines_json(profile),
         "time": bins.to_json(),
         "blocked": super::blocked::to_json(&super::blocked::bin(profile, &options.blocked, bins.width(), bins.count())),
         "unit": options.unit,
         "ratio": options.ratio.filter(|&(a, b)| a != b && a.max(b) < nev).map(|(a, b)| [a, b]),
         "annotation": annotation.map(|a| annotation_json(profile, a, ann.as_ref().map(|i| i.function))),
     })
+}
+
+/// The page's `functions` object: name, image and `file:line` of each.
+fn functions_json(profile: &Profile) -> Value {
+    json!({
+        "name": profile.functions.iter().map(|f| f.name.as_deref().unwrap_or("[unknown]")).collect::<Vec<_>>(),
+        "image": profile.functions.iter().map(|f| f.image as u64).collect::<Packed>().finish(),
+        "src": profile.functions.iter().map(|f| match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!("{}:{line}", profile.source_path(file)),
+            (Some(file), None) => profile.source_path(file).to_owned(),
+            _ => String::new(),
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// Page stacks: profile stacks merged by what the page shows of them — call path node,
+/// thread, self function, leaf line, and the annotated function's source and asm rows.
+struct PageStacks<'p> {
+    /// Distinct (file, line, function) of leaf frames, in first-seen order.
+    line_rows: Vec<(&'p str, u32, usize)>,
+    /// Per page stack: node, thread, self, line, src, asm (-1 for none).
+    keys: Vec<[i64; 6]>,
+    /// Per event, per page stack.
+    counts: Vec<Vec<u64>>,
+    /// The page stack of each profile stack.
+    page_of: Vec<u32>,
+}
+
+impl<'p> PageStacks<'p> {
+    fn merge(profile: &'p Profile, trie: &Trie, ann: Option<&AnnotationIndex>) -> PageStacks<'p> {
+        let mut lines: HashMap<(&str, u32, usize), usize> = HashMap::new();
+        let mut merged: HashMap<[i64; 6], usize> = HashMap::new();
+        let mut out = PageStacks {
+            line_rows: Vec::new(),
+            keys: Vec::new(),
+            counts: vec![Vec::new(); profile.events.len()],
+            page_of: Vec::with_capacity(profile.stacks.len()),
+        };
+        for (i, stack) in profile.stacks.iter().enumerate() {
+            let self_frame = views::self_frame(profile, stack);
+            let self_fn = self_frame.map_or(-1, |f| profile.frames[f].function as i64);
+            let leaf = stack.frames.first().and_then(|&f| profile.frames.get(f));
+            let line = match leaf.and_then(|l| Some((l.file.as_deref()?, l.line?, l.function))) {
+                Some(key) => *lines.entry(key).or_insert_with(|| {
+                    out.line_rows.push(key);
+                    out.line_rows.len() - 1
+                }) as i64,
+                None => -1,
+            };
+            let (src, asm) = match ann {
+                Some(a) if self_fn >= 0 && self_fn as usize == a.function => {
+                    let address = self_frame.map(|f| profile.frames[f].address);
+                    (
+                        leaf.and_then(|l| a.source_row(l.file.as_deref()?, l.line?))
+                            .map_or(-1, |r| r as i64),
+                        address
+                            .and_then(|addr| a.asm_rows.get(&addr).copied())
+                            .map_or(-1, |r| r as i64),
+                    )
+                }
+                _ => (-1, -1),
+            };
+            let key = [
+                trie.leaf_of[i] as i64,
+                stack.thread as i64,
+                self_fn,
+                line,
+                src,
+                asm,
+            ];
+            let page = *merged.entry(key).or_insert_with(|| {
+                out.keys.push(key);
+                for c in &mut out.counts {
+                    c.push(0);
+                }
+                out.keys.len() - 1
+            });
+            for (e, c) in out.counts.iter_mut().enumerate() {
+                c[page] += stack.counts.get(e).copied().unwrap_or(0);
+            }
+            out.page_of.push(page as u32);
+        }
+        out
+    }
+
+    /// Column `k` of the keys, packed.
+    fn column(&self, k: usize) -> Packed {
+        let mut p = Packed::default();
+        for key in &self.keys {
+            p.push_signed(key[k]);
+        }
+        p
+    }
+
+    /// The page's `stacks` object.
+    fn to_json(&self) -> Value {
+        json!({
+            "n": self.keys.len(),
+            "node": self.column(0).finish(),
+            "thread": self.column(1).finish(),
+            "self": self.column(2).finish(),
+            "line": self.column(3).finish(),
+            "src": self.column(4).finish(),
+            "asm": self.column(5).finish(),
+            "counts": self.counts.iter().map(|c| c.iter().copied().collect::<Packed>().finish()).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The page's `lines` object.
+    fn lines_json(&self, profile: &Profile) -> Value {
+        json!({
+            "file": self.line_rows.iter().map(|(f, _, _)| profile.source_path(f)).collect::<Vec<_>>(),
+            "line": self.line_rows.iter().map(|&(_, l, _)| u64::from(l)).collect::<Packed>().finish(),
+            "function": self.line_rows.iter().map(|&(_, _, f)| f as u64).collect::<Packed>().finish(),
+        })
+    }
 }
 
 /// "kernel", "module" or "user": the colour of an image's frames.

@@ -308,6 +308,7 @@ fn render_html_real_capture_matches_perf_report() {
         0,
         symbolizer.symbol_file(image),
         &|path| path.to_owned(),
+        &symbolizer,
     );
     let mut html = Vec::new();
     write(&profile, Some(&annotation), &mut html).unwrap();

@@ -62,6 +62,153 @@ fn sorted<K: Ord>(counts: Counts<K>) -> Vec<(K, u64)> {
     v
 }
 
+/// The command index that stands for the idle loop (pid 0) in the per-CPU counts.
+const IDLE_COMM: u32 = u32::MAX;
+
+/// The samples counted per distinct key as they stream by: memory follows the (bin, stack),
+/// (CPU, bin, command) and (thread, bin) pairs, not the samples.
+struct Tally {
+    /// Per event: (bin << 32 | page stack) → weight.
+    per_event: Vec<Counts<u64>>,
+    /// Per event, every bin: summed periods.
+    periods: Vec<Vec<u64>>,
+    /// (CPU, bin, command or [`IDLE_COMM`]) → weight, first event only.
+    per_cpu: Counts<(u32, u64, u32)>,
+    /// (thread, bin) → weight, first event only.
+    per_thread: Counts<(u32, u64)>,
+}
+
+impl Tally {
+    /// One pass over the samples into `count` bins of `width` ns.
+    fn of(
+        profile: &Profile,
+        page_of: &[u32],
+        thread_comm: &[usize],
+        by_period: bool,
+        width: u64,
+        count: u64,
+    ) -> Tally {
+        let nev = profile.events.len();
+        let mut t = Tally {
+            per_event: vec![Counts::default(); nev],
+            periods: vec![vec![0u64; count as usize]; nev],
+            per_cpu: Counts::default(),
+            per_thread: Counts::default(),
+        };
+        for s in &profile.samples {
+            let stack_index = s.stack as usize;
+            let event = s.event as usize;
+            let (Some(&page), Some(stack)) =
+                (page_of.get(stack_index), profile.stacks.get(stack_index))
+            else {
+                continue;
+            };
+            let bin = (s.time / width).min(count - 1);
+            let weight = if by_period { s.period } else { 1 };
+            if let Some(list) = t.per_event.get_mut(event) {
+                *list.entry(bin << 32 | u64::from(page)).or_default() += weight;
+                t.periods[event][bin as usize] += s.period;
+            }
+            if event != 0 {
+                continue;
+            }
+            let idle = profile.threads.get(stack.thread).is_none_or(|t| t.pid == 0);
+            let comm = if idle {
+                IDLE_COMM
+            } else {
+                thread_comm.get(stack.thread).copied().unwrap_or(0) as u32
+            };
+            if s.cpu != u32::MAX {
+                *t.per_cpu.entry((s.cpu, bin, comm)).or_default() += weight;
+            }
+            *t.per_thread.entry((stack.thread as u32, bin)).or_default() += weight;
+        }
+        t
+    }
+}
+
+/// One event's (bin, stack) counts as runs: bin of each run, page stack, count.
+fn pack_event(keys: Counts<u64>) -> (Packed, Packed, Packed) {
+    let keys = sorted(keys);
+    let (mut bins, mut stacks, mut counts) =
+        (Packed::default(), Packed::default(), Packed::default());
+    let (mut last_bin, mut last_stack) = (0u64, 0u64);
+    for &(key, n) in &keys {
+        let (bin, stack) = (key >> 32, key & 0xffff_ffff);
+        if bin != last_bin {
+            last_stack = 0;
+        }
+        // Bins as deltas from the previous run, stacks as deltas within a bin.
+        bins.push(bin - last_bin);
+        stacks.push(stack - last_stack);
+        counts.push(n);
+        (last_bin, last_stack) = (bin, stack);
+    }
+    (bins, stacks, counts)
+}
+
+/// Per CPU: (cpu, bins, dominant non-idle command or -1, non-idle samples, all samples).
+fn pack_cpus(per_cpu: Counts<(u32, u64, u32)>) -> Vec<(u32, Packed, Packed, Packed, Packed)> {
+    let per_cpu = sorted(per_cpu);
+    let mut cpus: Vec<(u32, Packed, Packed, Packed, Packed)> = Vec::new();
+    for cpu_runs in per_cpu.chunk_by(|a, b| a.0 .0 == b.0 .0) {
+        let mut entry = (
+            cpu_runs[0].0 .0,
+            Packed::default(),
+            Packed::default(),
+            Packed::default(),
+            Packed::default(),
+        );
+        let mut last_bin = 0;
+        for bin_runs in cpu_runs.chunk_by(|a, b| a.0 .1 == b.0 .1) {
+            let bin = bin_runs[0].0 .1;
+            let mut best = (0u64, IDLE_COMM);
+            let mut busy = 0;
+            for &((_, _, comm), n) in bin_runs {
+                if comm == IDLE_COMM {
+                    continue;
+                }
+                busy += n;
+                if n > best.0 {
+                    best = (n, comm);
+                }
+            }
+            entry.1.push(bin - last_bin);
+            last_bin = bin;
+            entry.2.push_signed(if best.1 == IDLE_COMM {
+                -1
+            } else {
+                i64::from(best.1)
+            });
+            entry.3.push(busy);
+            entry.4.push(bin_runs.iter().map(|r| r.1).sum());
+        }
+        cpus.push(entry);
+    }
+    cpus
+}
+
+/// Per thread with samples, busiest first (then by thread): (thread, bins, samples).
+fn pack_threads(per_thread: Counts<(u32, u64)>) -> Vec<(usize, Packed, Packed)> {
+    let per_thread = sorted(per_thread);
+    let mut threads: Vec<(usize, u64, Packed, Packed)> = per_thread
+        .chunk_by(|a, b| a.0 .0 == b.0 .0)
+        .map(|runs| {
+            let (mut bins, mut counts) = (Packed::default(), Packed::default());
+            let mut last = 0;
+            for &((_, bin), n) in runs {
+                bins.push(bin - last);
+                last = bin;
+                counts.push(n);
+            }
+            let total = runs.iter().map(|r| r.1).sum();
+            (runs[0].0 .0 as usize, total, bins, counts)
+        })
+        .collect();
+    threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    threads.into_iter().map(|(t, _, b, c)| (t, b, c)).collect()
+}
+
 /// Per-bin data, all of it sparse.
 #[derive(Debug, Default)]
 pub struct Bins {
@@ -102,126 +249,15 @@ impl Bins {
         }
         let width = bin_width(duration, MAX_BINS);
         let count = duration / width + 1;
-        let nev = profile.events.len();
-        // Samples counted per distinct key as they stream by: memory follows the (bin, stack),
-        // (CPU, bin, command) and (thread, bin) pairs, not the samples.
-        let mut per_event: Vec<Counts<u64>> = vec![Counts::default(); nev];
-        let mut periods = vec![vec![0u64; count as usize]; nev];
-        let mut per_cpu: Counts<(u32, u64, u32)> = Counts::default();
-        let mut per_thread: Counts<(u32, u64)> = Counts::default();
-        let idle_comm = u32::MAX;
-        for s in &profile.samples {
-            let stack_index = s.stack as usize;
-            let event = s.event as usize;
-            let (Some(&page), Some(stack)) =
-                (page_of.get(stack_index), profile.stacks.get(stack_index))
-            else {
-                continue;
-            };
-            let bin = (s.time / width).min(count - 1);
-            let weight = if by_period { s.period } else { 1 };
-            if let Some(list) = per_event.get_mut(event) {
-                *list.entry(bin << 32 | u64::from(page)).or_default() += weight;
-                periods[event][bin as usize] += s.period;
-            }
-            if event != 0 {
-                continue;
-            }
-            let idle = profile.threads.get(stack.thread).is_none_or(|t| t.pid == 0);
-            let comm = if idle {
-                idle_comm
-            } else {
-                thread_comm.get(stack.thread).copied().unwrap_or(0) as u32
-            };
-            if s.cpu != u32::MAX {
-                *per_cpu.entry((s.cpu, bin, comm)).or_default() += weight;
-            }
-            *per_thread.entry((stack.thread as u32, bin)).or_default() += weight;
-        }
-
-        let events = per_event
-            .into_iter()
-            .map(|keys| {
-                let keys = sorted(keys);
-                let (mut bins, mut stacks, mut counts) =
-                    (Packed::default(), Packed::default(), Packed::default());
-                let (mut last_bin, mut last_stack) = (0u64, 0u64);
-                for &(key, n) in &keys {
-                    let (bin, stack) = (key >> 32, key & 0xffff_ffff);
-                    if bin != last_bin {
-                        last_stack = 0;
-                    }
-                    // Bins as deltas from the previous run, stacks as deltas within a bin.
-                    bins.push(bin - last_bin);
-                    stacks.push(stack - last_stack);
-                    counts.push(n);
-                    (last_bin, last_stack) = (bin, stack);
-                }
-                (bins, stacks, counts)
-            })
-            .collect();
-
-        let per_cpu = sorted(per_cpu);
-        let mut cpus: Vec<(u32, Packed, Packed, Packed, Packed)> = Vec::new();
-        for cpu_runs in per_cpu.chunk_by(|a, b| a.0 .0 == b.0 .0) {
-            let mut entry = (
-                cpu_runs[0].0 .0,
-                Packed::default(),
-                Packed::default(),
-                Packed::default(),
-                Packed::default(),
-            );
-            let mut last_bin = 0;
-            for bin_runs in cpu_runs.chunk_by(|a, b| a.0 .1 == b.0 .1) {
-                let bin = bin_runs[0].0 .1;
-                let mut best = (0u64, idle_comm);
-                let mut busy = 0;
-                for &((_, _, comm), n) in bin_runs {
-                    if comm == idle_comm {
-                        continue;
-                    }
-                    busy += n;
-                    if n > best.0 {
-                        best = (n, comm);
-                    }
-                }
-                entry.1.push(bin - last_bin);
-                last_bin = bin;
-                entry.2.push_signed(if best.1 == idle_comm {
-                    -1
-                } else {
-                    i64::from(best.1)
-                });
-                entry.3.push(busy);
-                entry.4.push(bin_runs.iter().map(|r| r.1).sum());
-            }
-            cpus.push(entry);
-        }
-
-        let per_thread = sorted(per_thread);
-        let mut threads: Vec<(usize, u64, Packed, Packed)> = per_thread
-            .chunk_by(|a, b| a.0 .0 == b.0 .0)
-            .map(|runs| {
-                let (mut bins, mut counts) = (Packed::default(), Packed::default());
-                let mut last = 0;
-                for &((_, bin), n) in runs {
-                    bins.push(bin - last);
-                    last = bin;
-                    counts.push(n);
-                }
-                let total = runs.iter().map(|r| r.1).sum();
-                (runs[0].0 .0 as usize, total, bins, counts)
-            })
-            .collect();
-        threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let tally = Tally::of(profile, page_of, thread_comm, by_period, width, count);
         Bins {
             width,
             count,
             duration,
-            events,
-            periods,
-            cpus,
-            threads: threads.into_iter().map(|(t, _, b, c)| (t, b, c)).collect(),
+            events: tally.per_event.into_iter().map(pack_event).collect(),
+            periods: tally.periods,
+            cpus: pack_cpus(tally.per_cpu),
+            threads: pack_threads(tally.per_thread),
             markers,
         }
     }

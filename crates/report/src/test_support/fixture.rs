@@ -31,6 +31,92 @@ pub const LIBC_UNKNOWN: usize = 11;
 // The profile model grows fields (capture metadata); their defaults suit every test.
 #[allow(clippy::needless_update)]
 pub fn profile() -> Profile {
+    let mut frames = Vec::new();
+    let mut frame = |function: usize, address: u64, src: Option<(&str, u32)>, inlined: bool| {
+        frames.push(Frame {
+            function,
+            address,
+            file: src.map(|(f, _)| f.into()),
+            line: src.map(|(_, l)| l),
+            inlined,
+        });
+        frames.len() - 1
+    };
+    let start = frame(START, 0x1010, None, false);
+    let main_compute = frame(MAIN, 0x1120, Some(("/src/app/main.c", 42)), false);
+    let main_write = frame(MAIN, 0x1140, Some(("/src/app/main.c", 45)), false);
+    let main_libc = frame(MAIN, 0x1150, Some(("/src/app/main.c", 47)), false);
+    let hot = frame(HOT_LOOP, 0x1230, Some(("/src/app/compute.h", 5)), true);
+    let compute_hot = frame(COMPUTE, 0x1230, Some(("/src/app/compute.c", 12)), false);
+    let compute_self = frame(COMPUTE, 0x1260, Some(("/src/app/compute.c", 15)), false);
+    let libc_write = frame(LIBC_WRITE, 0x9010, None, false);
+    let libc_unknown = frame(LIBC_UNKNOWN, 0x9510, None, false);
+    let entry = frame(
+        ENTRY,
+        0xffff_ffff_8100_0040,
+        Some(("arch/x86/entry/entry_64.S", 120)),
+        false,
+    );
+    let do_syscall = frame(
+        DO_SYSCALL,
+        0xffff_ffff_8100_1040,
+        Some(("arch/x86/entry/common.c", 80)),
+        false,
+    );
+    let ksys = frame(
+        KSYS_WRITE,
+        0xffff_ffff_8120_0040,
+        Some(("fs/read_write.c", 640)),
+        false,
+    );
+    let vfs = frame(
+        VFS_WRITE,
+        0xffff_ffff_8120_1040,
+        Some(("fs/read_write.c", 584)),
+        false,
+    );
+    let drv_write = frame(DRV_WRITE, 0x140, None, false);
+    let drv_sum = frame(DRV_CHECKSUM, 0x220, None, false);
+
+    let stacks = vec![
+        stack(vec![hot, compute_hot, main_compute, start], [60, 6]),
+        stack(vec![compute_self, main_compute, start], [10, 1]),
+        stack(
+            vec![
+                drv_sum, drv_write, vfs, ksys, do_syscall, entry, libc_write, main_write, start,
+            ],
+            [25, 3],
+        ),
+        stack(vec![libc_unknown, main_libc, start], [5, 0]),
+    ];
+    Profile {
+        events: events(),
+        images: images(),
+        functions: functions(),
+        frames,
+        threads: vec![Thread {
+            pid: 100,
+            tid: 100,
+            comm: "app".to_owned(),
+        }],
+        stacks,
+        warnings: vec!["libc.so.6: no file with build-id 9 found; addresses shown raw".to_owned()],
+        ..Profile::default()
+    }
+}
+
+/// A stack of thread 0 with `counts` samples of each event: cpu-clock samples stand for 1 ms
+/// each, page-faults for one fault.
+fn stack(frames: Vec<usize>, counts: [u64; 2]) -> Stack {
+    Stack {
+        frames,
+        thread: 0,
+        counts: counts.to_vec(),
+        periods: vec![counts[0] * 1_000_000, counts[1]],
+    }
+}
+/// vmlinux (by build-id), the module (kallsyms), the program (by build-id), libc (missing).
+fn images() -> Vec<Image> {
     let image = |name: &str, path: &str, kernel: bool, symbols: SymbolSource| Image {
         name: name.to_owned(),
         recorded_path: path.to_owned(),
@@ -38,13 +124,14 @@ pub fn profile() -> Profile {
         kernel,
         symbols,
     };
-    let images = vec![
+    vec![
         image(
             "vmlinux",
             "[kernel.kallsyms]",
             true,
             SymbolSource::BuildId {
                 path: PathBuf::from("/build/linux/vmlinux"),
+                origin: None,
             },
         ),
         image("mychardrv.ko", "[mychardrv]", true, SymbolSource::Kallsyms),
@@ -54,6 +141,7 @@ pub fn profile() -> Profile {
             false,
             SymbolSource::BuildId {
                 path: PathBuf::from("/build/app/app"),
+                origin: None,
             },
         ),
         image(
@@ -64,7 +152,11 @@ pub fn profile() -> Profile {
                 why: "no file with build-id 9 found".to_owned(),
             },
         ),
-    ];
+    ]
+}
+
+/// The functions, in the order of the index constants.
+fn functions() -> Vec<Function> {
     let function =
         |image: usize, name: Option<&str>, start: u64, file: Option<&str>, line| Function {
             image,
@@ -74,7 +166,7 @@ pub fn profile() -> Profile {
             file: file.map(str::to_owned),
             line,
         };
-    let functions = vec![
+    vec![
         function(
             VMLINUX,
             Some("entry_SYSCALL_64"),
@@ -123,97 +215,23 @@ pub fn profile() -> Profile {
         ),
         function(LIBC, Some("write"), 0x9000, None, None),
         function(LIBC, None, 0x9500, None, None),
-    ];
-    let mut frames = Vec::new();
-    let mut frame = |function: usize, address: u64, src: Option<(&str, u32)>, inlined: bool| {
-        frames.push(Frame {
-            function,
-            address,
-            file: src.map(|(f, _)| f.into()),
-            line: src.map(|(_, l)| l),
-            inlined,
-        });
-        frames.len() - 1
-    };
-    let start = frame(START, 0x1010, None, false);
-    let main_compute = frame(MAIN, 0x1120, Some(("/src/app/main.c", 42)), false);
-    let main_write = frame(MAIN, 0x1140, Some(("/src/app/main.c", 45)), false);
-    let main_libc = frame(MAIN, 0x1150, Some(("/src/app/main.c", 47)), false);
-    let hot = frame(HOT_LOOP, 0x1230, Some(("/src/app/compute.h", 5)), true);
-    let compute_hot = frame(COMPUTE, 0x1230, Some(("/src/app/compute.c", 12)), false);
-    let compute_self = frame(COMPUTE, 0x1260, Some(("/src/app/compute.c", 15)), false);
-    let libc_write = frame(LIBC_WRITE, 0x9010, None, false);
-    let libc_unknown = frame(LIBC_UNKNOWN, 0x9510, None, false);
-    let entry = frame(
-        ENTRY,
-        0xffff_ffff_8100_0040,
-        Some(("arch/x86/entry/entry_64.S", 120)),
-        false,
-    );
-    let do_syscall = frame(
-        DO_SYSCALL,
-        0xffff_ffff_8100_1040,
-        Some(("arch/x86/entry/common.c", 80)),
-        false,
-    );
-    let ksys = frame(
-        KSYS_WRITE,
-        0xffff_ffff_8120_0040,
-        Some(("fs/read_write.c", 640)),
-        false,
-    );
-    let vfs = frame(
-        VFS_WRITE,
-        0xffff_ffff_8120_1040,
-        Some(("fs/read_write.c", 584)),
-        false,
-    );
-    let drv_write = frame(DRV_WRITE, 0x140, None, false);
-    let drv_sum = frame(DRV_CHECKSUM, 0x220, None, false);
+    ]
+}
 
-    // cpu-clock samples stand for 1 ms each, page-faults for one fault.
-    let stack = |frames: Vec<usize>, counts: [u64; 2]| Stack {
-        frames,
-        thread: 0,
-        counts: counts.to_vec(),
-        periods: vec![counts[0] * 1_000_000, counts[1]],
-    };
-    let stacks = vec![
-        stack(vec![hot, compute_hot, main_compute, start], [60, 6]),
-        stack(vec![compute_self, main_compute, start], [10, 1]),
-        stack(
-            vec![
-                drv_sum, drv_write, vfs, ksys, do_syscall, entry, libc_write, main_write, start,
-            ],
-            [25, 3],
-        ),
-        stack(vec![libc_unknown, main_libc, start], [5, 0]),
-    ];
-    Profile {
-        events: vec![
-            Event {
-                name: "cpu-clock".to_owned(),
-                total_samples: 100,
-                total_period: 100_000_000,
-                period_known: true,
-            },
-            Event {
-                name: "page-faults".to_owned(),
-                total_samples: 10,
-                total_period: 10,
-                period_known: true,
-            },
-        ],
-        images,
-        functions,
-        frames,
-        threads: vec![Thread {
-            pid: 100,
-            tid: 100,
-            comm: "app".to_owned(),
-        }],
-        stacks,
-        warnings: vec!["libc.so.6: no file with build-id 9 found; addresses shown raw".to_owned()],
-        ..Profile::default()
-    }
+/// cpu-clock (100 samples of 1 ms) and page-faults (10).
+fn events() -> Vec<Event> {
+    vec![
+        Event {
+            name: "cpu-clock".to_owned(),
+            total_samples: 100,
+            total_period: 100_000_000,
+            period_known: true,
+        },
+        Event {
+            name: "page-faults".to_owned(),
+            total_samples: 10,
+            total_period: 10,
+            period_known: true,
+        },
+    ]
 }

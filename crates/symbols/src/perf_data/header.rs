@@ -90,15 +90,7 @@ pub fn check_limited(
     if !(64..=4096).contains(&attr_size) {
         return Err(format!("attribute size {attr_size} is absurd"));
     }
-    let within = |what: &str, s: Section| -> Result<(), String> {
-        match s.offset.checked_add(s.size) {
-            Some(end) if end <= file_len => Ok(()),
-            _ => Err(format!(
-                "{what} section at offset {} of {} bytes runs past the end of the {file_len}-byte file (truncated or corrupted)",
-                s.offset, s.size
-            )),
-        }
-    };
+    let within = |what: &str, s: Section| section_within(what, s, file_len);
     within("attribute", attrs)?;
     within("data", data)?;
     within("event type", event_types)?;
@@ -119,15 +111,40 @@ pub fn check_limited(
             attrs.size
         ));
     }
+    let bitmap = [u(9), u(10), u(11), u(12)];
+    check_features(r, data.offset + data.size, bitmap, big_endian, file_len)?;
+    check_event_types(r, event_types, attr_size, big_endian, file_len)?;
+    let damage = super::walk::walk_records(r, data, big_endian, false, max_decompressed)?;
+    Ok(Header {
+        big_endian,
+        attr_size,
+        attrs,
+        data,
+        event_types,
+        features,
+        damage,
+    })
+}
+
+/// The feature table at `table_offset` (one entry per set bit of `bitmap`) and the feature
+/// sections it points at: within the file, not larger in all than any perf.data's, and the
+/// command line and event descriptions with counts and lengths that fit their sections.
+fn check_features(
+    r: &mut (impl Read + Seek),
+    table_offset: u64,
+    bitmap: [u64; 4],
+    big_endian: bool,
+    file_len: u64,
+) -> Result<(), String> {
     let table = Section {
-        offset: data.offset + data.size,
-        size: u64::from(features) * 16,
+        offset: table_offset,
+        size: u64::from(bitmap.iter().map(|w| w.count_ones()).sum::<u32>()) * 16,
     };
-    within("feature table", table)?;
+    section_within("feature table", table, file_len)?;
     r.seek(SeekFrom::Start(table.offset))
         .map_err(|e| e.to_string())?;
     // Feature sections follow the table in the order of the set bits of the bitmap.
-    let bits = (0..256u32).filter(|&b| u((9 + b / 64) as usize) & (1 << (b % 64)) != 0);
+    let bits = (0..256u32).filter(|&b| bitmap[(b / 64) as usize] & (1 << (b % 64)) != 0);
     let mut sections = Vec::new();
     for (i, bit) in bits.enumerate() {
         let mut b = [0u8; 16];
@@ -136,7 +153,7 @@ pub fn check_limited(
             offset: u64_at(&b, 0, big_endian).expect("16 bytes read"),
             size: u64_at(&b, 8, big_endian).expect("16 bytes read"),
         };
-        within(&format!("feature #{i}"), section)?;
+        section_within(&format!("feature #{i}"), section, file_len)?;
         sections.push((bit, section));
     }
     let features_total = sections
@@ -167,30 +184,42 @@ pub fn check_limited(
             ));
         }
     }
-    if event_types.size != 0 {
-        // Old perf: `attr_size` bytes of attr, then a section with that event's ids.
-        let bytes = read_section(r, event_types)?;
-        for entry in bytes.chunks_exact((attr_size + 16) as usize) {
-            let ids = entry.len() - 16;
-            within(
-                "event type ids",
-                Section {
-                    offset: u64_at(entry, ids, big_endian).expect("within the entry"),
-                    size: u64_at(entry, ids + 8, big_endian).expect("within the entry"),
-                },
-            )?;
-        }
+    Ok(())
+}
+
+/// The event types section of old perf: each entry's ids section within the file.
+fn check_event_types(
+    r: &mut (impl Read + Seek),
+    event_types: Section,
+    attr_size: u64,
+    big_endian: bool,
+    file_len: u64,
+) -> Result<(), String> {
+    if event_types.size == 0 {
+        return Ok(());
     }
-    let damage = super::walk::walk_records(r, data, big_endian, false, max_decompressed)?;
-    Ok(Header {
-        big_endian,
-        attr_size,
-        attrs,
-        data,
-        event_types,
-        features,
-        damage,
-    })
+    // Old perf: `attr_size` bytes of attr, then a section with that event's ids.
+    let bytes = read_section(r, event_types)?;
+    for entry in bytes.chunks_exact((attr_size + 16) as usize) {
+        let ids = entry.len() - 16;
+        let section = Section {
+            offset: u64_at(entry, ids, big_endian).expect("within the entry"),
+            size: u64_at(entry, ids + 8, big_endian).expect("within the entry"),
+        };
+        section_within("event type ids", section, file_len)?;
+    }
+    Ok(())
+}
+
+/// Whether section `s`, called `what`, lies within a file of `file_len` bytes.
+fn section_within(what: &str, s: Section, file_len: u64) -> Result<(), String> {
+    match s.offset.checked_add(s.size) {
+        Some(end) if end <= file_len => Ok(()),
+        _ => Err(format!(
+            "{what} section at offset {} of {} bytes runs past the end of the {file_len}-byte file (truncated or corrupted)",
+            s.offset, s.size
+        )),
+    }
 }
 
 /// `struct perf_pipe_file_header`: the magic and a size of 16, records follow.

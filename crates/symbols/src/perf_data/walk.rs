@@ -57,21 +57,7 @@ pub(super) fn walk_records(
         if pipe && ty == RECORD_HEADER_FEATURE {
             let mut body = vec![0; (size - 8) as usize];
             r.read_exact(&mut body).map_err(|e| e.to_string())?;
-            // `struct perf_record_header_feature`: a u64 feature id, then the section.
-            // linux-perf-data keeps the id's low 32 bits, so they decide here too.
-            let feature = u64_at(&body, 0, big_endian).unwrap_or(0) as u32;
-            let section = body.get(8..).unwrap_or_default();
-            let fits = match feature {
-                FEATURE_CMDLINE => cmdline_fits(section, big_endian),
-                FEATURE_EVENT_DESC => event_desc_fits(section, big_endian),
-                _ => Some(()),
-            };
-            if fits.is_none() {
-                return Err(format!(
-                    "feature record #{feature} at offset {at} has counts or lengths larger than its {} bytes (corrupted)",
-                    section.len()
-                ));
-            }
+            check_feature_record(&body, at, big_endian)?;
             at += size;
             continue;
         }
@@ -80,39 +66,11 @@ pub(super) fn walk_records(
             if r.read_exact(&mut body).is_err() {
                 return Ok(None);
             }
-            let payload = if ty == RECORD_COMPRESSED2 {
-                let len = u64_at(&body, 0, big_endian).and_then(|l| usize::try_from(l).ok());
-                match len.and_then(|l| body.get(8..8usize.checked_add(l)?)) {
-                    Some(p) => p,
-                    // The reader reports a length past the record itself.
-                    None => return Ok(None),
-                }
-            } else {
-                &body[..]
-            };
-            match zstd.feed(payload, big_endian) {
-                Fed::Ok => {}
-                Fed::Damaged(why) => {
-                    return Ok(Some(format!("compressed record at offset {at}: {why}")));
-                }
-                // The reader would hold it all in memory before any check of ours.
-                Fed::TooLarge => {
-                    return Err(format!(
-                        "compressed record at offset {at} expands past {} MiB (corrupted)",
-                        MAX_DECOMPRESSED_RECORD >> 20
-                    ));
-                }
-                Fed::TotalTooLarge => {
-                    return Err(format!(
-                        "the compressed records decompress to more than {} ({} times the input \
-                         size limit, at offset {at}): {}",
-                        crate::limits::human(max_decompressed),
-                        crate::limits::RECORDS_PER_INPUT,
-                        crate::limits::how_to_raise(
-                            max_decompressed / crate::limits::RECORDS_PER_INPUT
-                        )
-                    ));
-                }
+            let record = (&body[..], ty == RECORD_COMPRESSED2, at);
+            if let Walked::Stop(damage) =
+                feed_compressed(&mut zstd, record, big_endian, max_decompressed)?
+            {
+                return Ok(damage);
             }
             at += size;
             continue;
@@ -142,6 +100,74 @@ pub(super) fn walk_records(
         )));
     }
     Ok(zstd.end())
+}
+
+/// What one record leaves of the walk.
+enum Walked {
+    /// Go on with the next record.
+    Next,
+    /// Stop: the records before are readable, with this damage (`None`: the reader
+    /// reports it itself).
+    Stop(Option<String>),
+}
+
+/// Checks a pipe-mode HEADER_FEATURE record's `body` at offset `at`.
+fn check_feature_record(body: &[u8], at: u64, big_endian: bool) -> Result<(), String> {
+    // `struct perf_record_header_feature`: a u64 feature id, then the section.
+    // linux-perf-data keeps the id's low 32 bits, so they decide here too.
+    let feature = u64_at(body, 0, big_endian).unwrap_or(0) as u32;
+    let section = body.get(8..).unwrap_or_default();
+    let fits = match feature {
+        FEATURE_CMDLINE => cmdline_fits(section, big_endian),
+        FEATURE_EVENT_DESC => event_desc_fits(section, big_endian),
+        _ => Some(()),
+    };
+    match fits {
+        Some(()) => Ok(()),
+        None => Err(format!(
+            "feature record #{feature} at offset {at} has counts or lengths larger than its {} bytes (corrupted)",
+            section.len()
+        )),
+    }
+}
+
+/// Feeds the payload of a compressed record's `body` (COMPRESSED2: `compressed2`) at offset
+/// `at` to the zstd walk: too large in itself or in all (`max_decompressed`) is an error,
+/// damage stops the walk.
+fn feed_compressed(
+    zstd: &mut ZstdWalk,
+    (body, compressed2, at): (&[u8], bool, u64),
+    big_endian: bool,
+    max_decompressed: u64,
+) -> Result<Walked, String> {
+    let payload = if compressed2 {
+        let len = u64_at(body, 0, big_endian).and_then(|l| usize::try_from(l).ok());
+        match len.and_then(|l| body.get(8..8usize.checked_add(l)?)) {
+            Some(p) => p,
+            // The reader reports a length past the record itself.
+            None => return Ok(Walked::Stop(None)),
+        }
+    } else {
+        body
+    };
+    match zstd.feed(payload, big_endian) {
+        Fed::Ok => Ok(Walked::Next),
+        Fed::Damaged(why) => Ok(Walked::Stop(Some(format!(
+            "compressed record at offset {at}: {why}"
+        )))),
+        // The reader would hold it all in memory before any check of ours.
+        Fed::TooLarge => Err(format!(
+            "compressed record at offset {at} expands past {} MiB (corrupted)",
+            MAX_DECOMPRESSED_RECORD >> 20
+        )),
+        Fed::TotalTooLarge => Err(format!(
+            "the compressed records decompress to more than {} ({} times the input \
+                 size limit, at offset {at}): {}",
+            crate::limits::human(max_decompressed),
+            crate::limits::RECORDS_PER_INPUT,
+            crate::limits::how_to_raise(max_decompressed / crate::limits::RECORDS_PER_INPUT)
+        )),
+    }
 }
 
 /// Largest output of one compressed record: perf compresses at most one ring buffer flush

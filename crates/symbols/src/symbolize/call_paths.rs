@@ -2,14 +2,11 @@
 //! frames unwound from PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER, the marked frames
 //! where an unwind stops, and the caller of an aarch64 leaf taken from its link register.
 
-use super::resolve::FrameRun;
 use super::State;
-use crate::elf::{Arch, RawFrame};
+use crate::arch::Arch;
 use crate::perf_data::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
-use crate::profile::{Frame, Image, SymbolSource};
-use crate::unwind::{perf_regs, Cfi, End, Place, ProcessUnwinder, UnwindRegs};
+use crate::unwind::{perf_regs, End, Place, UnwindRegs};
 use linux_perf_data::linux_perf_event_reader::{CpuMode, Regs, SampleRecord};
-use std::rc::Rc;
 
 /// Name of the pseudo-image of the marked frames.
 pub(super) const MARKER_IMAGE: &str = "[unwind]";
@@ -43,6 +40,41 @@ fn regs_of(arch: Arch, regs: &Regs<'_>) -> Option<UnwindRegs> {
     UnwindRegs::from_perf(arch, |r| regs.get(r))
 }
 
+/// The callchain of a sample as `(kernel, address to look up)`, innermost first, without
+/// its user part when the user stack is `unwound`; without a callchain, the sampled IP.
+fn chain_entries(s: &SampleRecord<'_>, unwound: bool) -> Vec<(bool, u64)> {
+    let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
+    let mut entries = Vec::new();
+    match &s.callchain {
+        Some(cc) if !cc.is_empty() => {
+            let mut first = true;
+            for i in 0..cc.len() {
+                let Some(v) = cc.get(i) else { break };
+                if v >= PERF_CONTEXT_MAX {
+                    // The unwound user frames replace the callchain's user part.
+                    if v == PERF_CONTEXT_USER && unwound {
+                        break;
+                    }
+                    kernel = v == PERF_CONTEXT_KERNEL;
+                    continue;
+                }
+                // Return addresses point after the call: look up the call itself.
+                let a = if first { v } else { v.saturating_sub(1) };
+                first = false;
+                entries.push((kernel, a));
+            }
+        }
+        _ => {
+            if let Some(ip) = s.ip {
+                if kernel || !unwound {
+                    entries.push((kernel, ip));
+                }
+            }
+        }
+    }
+    entries
+}
+
 impl State<'_> {
     /// The architecture of the capture: from its header, else from the sampled registers
     /// (only aarch64's register set has a register 32, its PC).
@@ -72,36 +104,8 @@ impl State<'_> {
             }
             _ => None,
         };
-        let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
         // (kernel, address to look up), innermost first.
-        let mut entries: Vec<(bool, u64)> = Vec::new();
-        match &s.callchain {
-            Some(cc) if !cc.is_empty() => {
-                let mut first = true;
-                for i in 0..cc.len() {
-                    let Some(v) = cc.get(i) else { break };
-                    if v >= PERF_CONTEXT_MAX {
-                        // The unwound user frames replace the callchain's user part.
-                        if v == PERF_CONTEXT_USER && unwind.is_some() {
-                            break;
-                        }
-                        kernel = v == PERF_CONTEXT_KERNEL;
-                        continue;
-                    }
-                    // Return addresses point after the call: look up the call itself.
-                    let a = if first { v } else { v.saturating_sub(1) };
-                    first = false;
-                    entries.push((kernel, a));
-                }
-            }
-            _ => {
-                if let Some(ip) = s.ip {
-                    if kernel || unwind.is_none() {
-                        entries.push((kernel, ip));
-                    }
-                }
-            }
-        }
+        let mut entries = chain_entries(s, unwind.is_some());
         if arch == Some(Arch::Aarch64) {
             self.insert_lr_callers(s, pid, &mut entries, unwind.is_some());
         }
@@ -109,7 +113,7 @@ impl State<'_> {
         // mappings are known is no code: the chain followed something that was no frame
         // pointer (code built without them). It ends there, marked, instead of going on with
         // invented callers.
-        let maps_known = self.procs.get(&pid).is_some_and(|m| !m.is_empty());
+        let maps_known = self.user.maps_known(pid);
         let mut seen_user = false;
         let mut cut = false;
         for (kernel, a) in entries {
@@ -128,7 +132,7 @@ impl State<'_> {
             stack_buf.extend(run.start..run.end);
         }
         if cut {
-            self.unwind_stats.fp_cut += 1;
+            self.user.stats.fp_cut += 1;
             let run = self.marker(TRUNCATED.to_string());
             stack_buf.extend(run.start..run.end);
         }
@@ -150,16 +154,12 @@ impl State<'_> {
         stack: &[u8],
         stack_buf: &mut Vec<usize>,
     ) {
-        let Some(mut unwinder) = self
-            .unwinders
-            .remove(&pid)
-            .or_else(|| ProcessUnwinder::new(arch))
-        else {
+        let Some(mut unwinder) = self.user.take_unwinder(pid, arch) else {
             return;
         };
         let out = unwinder.unwind(regs, stack, &mut |a| self.unwind_place(pid, arch, a));
-        self.unwinders.insert(pid, unwinder);
-        self.unwind_stats.unwound += 1;
+        self.user.put_unwinder(pid, unwinder);
+        self.user.stats.unwound += 1;
         for (i, a) in out.frames.iter().enumerate() {
             let look = if i == 0 { *a } else { a.saturating_sub(1) };
             let run = self.resolve_user(pid, look);
@@ -168,18 +168,13 @@ impl State<'_> {
         let marker = match out.end {
             End::Root => return,
             End::Truncated => {
-                self.unwind_stats.truncated += 1;
+                self.user.stats.truncated += 1;
                 TRUNCATED.to_string()
             }
             End::NoUnwindInfo(image) => {
-                match self
-                    .unwind_stats
-                    .no_cfi
-                    .iter_mut()
-                    .find(|(n, _)| *n == image)
-                {
+                match self.user.stats.no_cfi.iter_mut().find(|(n, _)| *n == image) {
                     Some((_, c)) => *c += 1,
-                    None => self.unwind_stats.no_cfi.push((image.clone(), 1)),
+                    None => self.user.stats.no_cfi.push((image.clone(), 1)),
                 }
                 format!("[no unwind info: {image}]")
             }
@@ -207,80 +202,6 @@ impl State<'_> {
             },
             None => Place::NoCfi(name),
         }
-    }
-
-    /// The CFI of an image: its symbol file's, else that of another file with its build-id
-    /// (the stripped binary next to a split debug file keeps `.eh_frame`).
-    pub(super) fn image_cfi(&mut self, img: usize) -> Option<Rc<Cfi>> {
-        if let Some(c) = self.cfis.get(&img) {
-            return c.clone();
-        }
-        let own = self.files.get(img).and_then(|f| f.as_ref()?.cfi());
-        let cfi = own.or_else(|| {
-            let image = &self.profile.images[img];
-            let id = image.build_id.as_deref()?;
-            let recorded = std::path::Path::new(&image.recorded_path);
-            self.sources
-                .files_with_build_id(id, Some(recorded))
-                .iter()
-                .find_map(|p| {
-                    let map = crate::elf::map_file(p).ok()?;
-                    Cfi::from_elf(&map).map(Rc::new)
-                })
-        });
-        self.cfis.insert(img, cfi.clone());
-        cfi
-    }
-
-    /// The frame of a marked end of a path (`[truncated]`, `[no unwind info: IMAGE]`).
-    fn marker(&mut self, name: String) -> FrameRun {
-        if let Some(r) = self.markers.get(&name) {
-            return *r;
-        }
-        let img = match self.marker_image {
-            Some(i) => i,
-            None => {
-                let i = self.add_image(
-                    Image {
-                        name: MARKER_IMAGE.into(),
-                        recorded_path: MARKER_IMAGE.into(),
-                        build_id: None,
-                        kernel: false,
-                        symbols: SymbolSource::Missing {
-                            why: "marks where unwinding stopped".into(),
-                        },
-                    },
-                    None,
-                );
-                self.marker_image = Some(i);
-                i
-            }
-        };
-        let function = self.function(
-            img,
-            &RawFrame {
-                name: Some(name.clone()),
-                func_start: None,
-                func_size: None,
-                file: None,
-                line: None,
-                inlined: false,
-            },
-        );
-        let start = self.profile.frames.len();
-        self.profile.frames.push(Frame {
-            function,
-            address: 0,
-            file: None,
-            line: None,
-            inlined: false,
-        });
-        let run = FrameRun {
-            start,
-            end: start + 1,
-        };
-        self.markers.insert(name, run);
-        run
     }
 
     /// aarch64 leaf callers from LR: after the kernel leaf (REGS_INTR) and after the user
@@ -352,7 +273,7 @@ impl State<'_> {
     /// address in LR there.
     fn kernel_ra_in_lr(&mut self, addr: u64) -> Option<bool> {
         let (image, lookup, _) = self.kernel_lookup(addr);
-        let cfi = self.files.get(image)?.as_ref()?.cfi()?;
+        let cfi = self.images.file(image)?.cfi()?;
         cfi.return_address_in_lr(lookup)
     }
 
@@ -366,7 +287,7 @@ impl State<'_> {
 
     /// The warnings about unwinding, at the end.
     pub(super) fn unwind_warnings(&mut self) {
-        let st = std::mem::take(&mut self.unwind_stats);
+        let st = std::mem::take(&mut self.user.stats);
         if st.truncated > 0 {
             self.profile.warnings.push(format!(
                 "{} of {} user stacks end in {TRUNCATED}: the copied stack (--call-graph dwarf,SIZE) ended before the root, or held no return address",

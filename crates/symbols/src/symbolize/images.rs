@@ -2,24 +2,82 @@
 //! build-id, with kallsyms as the fallback for kernel images, and the warnings that say
 //! which images have no or partial symbols.
 
-use super::address_space::Mapping;
-use super::{State, HOST_KALLSYMS};
+use super::call_paths::MARKER_IMAGE;
+use super::kernel_space::KernelSpace;
+use super::resolve::SourcePaths;
+use super::user_space::Mapping;
 use crate::elf::{Placement, SymbolFile};
-use crate::kallsyms::Kallsyms;
-use crate::profile::{Image, SymbolSource};
-use crate::sources::Lookup;
+use crate::profile::{Image, Profile, SymbolSource};
+use crate::sources::{Lookup, Sources};
+use crate::HostKernel;
 use linux_perf_data::linux_perf_event_reader::CpuMode;
 use linux_perf_data::DsoKey;
+use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 
-impl State<'_> {
-    pub(super) fn add_image(&mut self, image: Image, file: Option<SymbolFile>) -> usize {
+/// The images of a profile and their symbol files: each looked for once, by build-id, where
+/// `sources` says.
+pub(super) struct ImageLoader<'a> {
+    sources: &'a Sources,
+    host_kernel: Option<&'a HostKernel>,
+    source_paths: SourcePaths<'a>,
+    /// The symbol file of each image, parallel to `Profile::images`.
+    pub(super) files: Vec<Option<Rc<SymbolFile>>>,
+    /// Build-ids from the perf.data header (HEADER_BUILD_ID and its records).
+    pub(super) header_build_ids: HashMap<DsoKey, String>,
+    user_images: HashMap<(Rc<str>, Option<String>), usize>,
+    unknown_image: Option<usize>,
+    marker_image: Option<usize>,
+    /// User images whose file has symbols but no DWARF lines, and ones without symbols.
+    no_lines: Vec<String>,
+    stripped: Vec<String>,
+}
+
+impl<'a> ImageLoader<'a> {
+    /// A loader looking where `sources` say, at this host's kernel only when `host_kernel`
+    /// is given.
+    pub(super) fn new(
+        sources: &'a Sources,
+        host_kernel: Option<&'a HostKernel>,
+        source_paths: SourcePaths<'a>,
+    ) -> Self {
+        Self {
+            sources,
+            host_kernel,
+            source_paths,
+            files: Vec::new(),
+            header_build_ids: HashMap::new(),
+            user_images: HashMap::new(),
+            unknown_image: None,
+            marker_image: None,
+            no_lines: Vec::new(),
+            stripped: Vec::new(),
+        }
+    }
+
+    /// Where symbol files are looked for.
+    pub(super) fn sources(&self) -> &'a Sources {
+        self.sources
+    }
+
+    /// The symbol file of image `img`, when it has one.
+    pub(super) fn file(&self, img: usize) -> Option<&SymbolFile> {
+        self.files.get(img)?.as_deref()
+    }
+
+    /// Adds `image` with its symbol file to `profile`, with the warnings of what it lacks.
+    pub(super) fn add(
+        &mut self,
+        image: Image,
+        file: Option<SymbolFile>,
+        profile: &mut Profile,
+    ) -> usize {
         let name = image.name.clone();
         let quiet = name.starts_with("[vdso")
             || name == "[vsyscall]"
             || name == "[unknown]"
-            || name == super::call_paths::MARKER_IMAGE;
+            || name == MARKER_IMAGE;
         match &image.symbols {
             SymbolSource::BuildId { .. } => {
                 if let Some(f) = &file {
@@ -27,7 +85,7 @@ impl State<'_> {
                     // summary line for them; kernel images get their own.
                     if !f.has_symbols {
                         if image.kernel {
-                            self.profile.warnings.push(format!(
+                            profile.warnings.push(format!(
                                 "{name}: {} is stripped: no function symbols",
                                 f.path.display()
                             ));
@@ -36,7 +94,7 @@ impl State<'_> {
                         }
                     } else if !f.has_lines {
                         if image.kernel {
-                            self.profile.warnings.push(format!(
+                            profile.warnings.push(format!(
                                 "{name}: {} has no DWARF line info: functions without source lines",
                                 f.path.display()
                             ));
@@ -46,45 +104,45 @@ impl State<'_> {
                     }
                 }
             }
-            SymbolSource::Mismatch { .. } => self
-                .profile
+            SymbolSource::Mismatch { .. } => profile
                 .warnings
                 .extend(mismatch_warning(&name, &image.symbols)),
             SymbolSource::Kallsyms => {}
-            SymbolSource::Missing { why } if !quiet => self
-                .profile
+            SymbolSource::Missing { why } if !quiet => profile
                 .warnings
                 .push(format!("{name}: no symbols ({why}); addresses shown raw")),
             SymbolSource::Missing { .. } => {}
         }
         if let Some(f) = &file {
-            self.add_source_roots(&f.source_roots);
+            self.source_paths
+                .add_roots(&f.source_roots, &mut profile.meta);
         }
-        self.profile.images.push(image);
+        profile.images.push(image);
         self.files.push(file.map(Rc::new));
-        self.profile.images.len() - 1
+        profile.images.len() - 1
     }
 
     /// Opens the file a lookup found; a file that fails to load is reported as missing.
-    pub(super) fn open_found(
-        &mut self,
+    fn open_found(
         name: &str,
         lookup: Lookup,
         placement: Option<&Placement>,
     ) -> (SymbolSource, Option<SymbolFile>, Option<String>) {
         match lookup {
-            Lookup::Found { path, debug } => {
-                match SymbolFile::open(&path, debug.as_deref(), placement) {
-                    Ok(f) => (SymbolSource::BuildId { path }, Some(f), None),
-                    Err(e) => (
-                        SymbolSource::Missing {
-                            why: format!("{e}"),
-                        },
-                        None,
-                        Some(format!("{name}: {e}")),
-                    ),
-                }
-            }
+            Lookup::Found {
+                path,
+                debug,
+                origin,
+            } => match SymbolFile::open(&path, debug.as_deref(), placement) {
+                Ok(f) => (SymbolSource::BuildId { path, origin }, Some(f), None),
+                Err(e) => (
+                    SymbolSource::Missing {
+                        why: format!("{e}"),
+                    },
+                    None,
+                    Some(format!("{name}: {e}")),
+                ),
+            },
             Lookup::Mismatch { path, found } => (
                 SymbolSource::Mismatch {
                     path,
@@ -98,21 +156,26 @@ impl State<'_> {
         }
     }
 
-    pub(super) fn kernel_image(&mut self) -> usize {
-        if let Some(i) = self.kernel_image {
+    /// The vmlinux image: its file by the recorded build-id (which sets the KASLR offset of
+    /// `kernel`), else kallsyms.
+    pub(super) fn kernel_image(
+        &mut self,
+        kernel: &mut KernelSpace,
+        profile: &mut Profile,
+    ) -> usize {
+        if let Some(i) = kernel.image {
             return i;
         }
-        let build_id = self
-            .kernel_build_id
+        let build_id = kernel
+            .build_id
             .clone()
             .or_else(|| self.header_build_ids.get(&DsoKey::Kernel).cloned());
         let mut names = vec!["vmlinux".to_string()];
         let mut host_candidate = None;
-        if let Some(host) = &self.opts.host_kernel {
+        if let Some(host) = self.host_kernel {
             // The release comes from the capture (manifest, perf.data's OSRELEASE feature):
             // only a plain file name may be joined to the vmlinux directory.
-            if let Some(rel) = self
-                .profile
+            if let Some(rel) = profile
                 .meta
                 .os_release
                 .clone()
@@ -128,19 +191,19 @@ impl State<'_> {
         let lookup = self
             .sources
             .find(build_id.as_deref(), &names, host_candidate.as_deref());
-        let (mut source, file, err) = self.open_found("vmlinux", lookup, None);
+        let (mut source, file, err) = Self::open_found("vmlinux", lookup, None);
         if let Some(e) = err {
-            self.profile.warnings.push(e);
+            profile.warnings.push(e);
         }
         if let SymbolSource::Mismatch { expected, .. } = &mut source {
             *expected = build_id.clone().unwrap_or_default();
         }
         if let Some(f) = &file {
-            self.set_kaslr(f);
+            kernel.set_kaslr(f, &mut profile.warnings);
         }
         if file.is_none() {
-            self.ensure_host_kallsyms(build_id.as_deref());
-            if self.kallsyms.is_some() {
+            kernel.ensure_host_kallsyms(self.host_kernel, build_id.as_deref());
+            if kernel.kallsyms.is_some() {
                 let what = match &source {
                     SymbolSource::Missing { why } => why.clone(),
                     SymbolSource::Mismatch { path, found, .. } => {
@@ -148,12 +211,12 @@ impl State<'_> {
                     }
                     _ => String::new(),
                 };
-                self.profile
+                profile
                     .warnings
                     .extend(mismatch_warning("vmlinux", &source));
-                self.profile.warnings.push(format!(
+                profile.warnings.push(format!(
                     "vmlinux: no matching vmlinux ({what}): kernel function names from {}, no source lines",
-                    self.kallsyms_origin
+                    kernel.kallsyms_origin
                 ));
                 source = SymbolSource::Kallsyms;
             }
@@ -165,64 +228,47 @@ impl State<'_> {
             kernel: true,
             symbols: source,
         };
-        let i = self.add_image(image, file);
-        self.kernel_image = Some(i);
+        let i = self.add(image, file, profile);
+        kernel.image = Some(i);
         i
     }
 
-    /// Uses this host's kallsyms for a bare perf.data when the running kernel is the
-    /// recorded one (same build-id), as `perf report` does.
-    pub(super) fn ensure_host_kallsyms(&mut self, build_id: Option<&str>) {
-        if self.kallsyms.is_some() || self.kallsyms_origin != HOST_KALLSYMS {
-            return;
-        }
-        let Some(host) = &self.opts.host_kernel else {
-            return;
-        };
-        let Some(id) = build_id else { return };
-        if host.build_id.as_deref() != Some(id) {
-            return;
-        }
-        if let Some(text) = host
-            .kallsyms
-            .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-        {
-            self.kallsyms = Kallsyms::parse(&text);
-        }
-    }
-
-    pub(super) fn module_image(&mut self, m: usize) -> usize {
-        if let Some(i) = self.modules[m].image {
+    /// The image of module `m` of `kernel`: its file by build-id, placed where the module
+    /// was loaded, else kallsyms.
+    pub(super) fn module_image(
+        &mut self,
+        kernel: &mut KernelSpace,
+        m: usize,
+        profile: &mut Profile,
+    ) -> usize {
+        if let Some(i) = kernel.modules[m].image {
             return i;
         }
-        let md = self.modules[m].clone();
+        let md = kernel.modules[m].clone();
         let display = format!("{}.ko", md.name);
         let names = vec![display.clone(), format!("{}.ko", md.name.replace('_', "-"))];
-        let placement = self.module_placement(m);
+        let placement = kernel.module_placement(m, &mut profile.warnings);
         let lookup = self.sources.find(
             md.build_id.as_deref(),
             &names,
             md.recorded_path.as_deref().map(Path::new),
         );
-        let (mut source, file, err) = self.open_found(&display, lookup, Some(&placement));
+        let (mut source, file, err) = Self::open_found(&display, lookup, Some(&placement));
         if let Some(e) = err {
-            self.profile.warnings.push(e);
+            profile.warnings.push(e);
         }
         if let SymbolSource::Mismatch { expected, .. } = &mut source {
             *expected = md.build_id.clone().unwrap_or_default();
         }
         let stripped = file.as_ref().is_some_and(|f| !f.has_symbols);
         if (file.is_none() || stripped)
-            && self
+            && kernel
                 .kallsyms
                 .as_ref()
                 .is_some_and(|k| k.has_owner(&md.name))
         {
             {
-                self.profile
-                    .warnings
-                    .extend(mismatch_warning(&display, &source));
+                profile.warnings.extend(mismatch_warning(&display, &source));
                 let what = match (&file, &source) {
                     (Some(f), _) => {
                         format!("{} has the build-id but is stripped", f.path.display())
@@ -230,9 +276,9 @@ impl State<'_> {
                     (None, SymbolSource::Missing { why }) => why.clone(),
                     _ => "no matching file".into(),
                 };
-                self.profile.warnings.push(format!(
+                profile.warnings.push(format!(
                     "{display}: {what}: function names from {}, no source lines",
-                    self.kallsyms_origin
+                    kernel.kallsyms_origin
                 ));
                 source = SymbolSource::Kallsyms;
             }
@@ -252,16 +298,17 @@ impl State<'_> {
             kernel: true,
             symbols: source,
         };
-        let i = self.add_image(image, file);
-        self.modules[m].image = Some(i);
+        let i = self.add(image, file, profile);
+        kernel.modules[m].image = Some(i);
         i
     }
 
-    pub(super) fn unknown_image(&mut self) -> usize {
+    /// The image of user addresses in no recorded mapping.
+    pub(super) fn unknown_image(&mut self, profile: &mut Profile) -> usize {
         if let Some(i) = self.unknown_image {
             return i;
         }
-        let i = self.add_image(
+        let i = self.add(
             Image {
                 name: "[unknown]".into(),
                 recorded_path: "[unknown]".into(),
@@ -272,12 +319,14 @@ impl State<'_> {
                 },
             },
             None,
+            profile,
         );
         self.unknown_image = Some(i);
         i
     }
 
-    pub(super) fn user_image(&mut self, map: &Mapping) -> usize {
+    /// The image of a user mapping, by its path and build-id (MMAP2's, else the header's).
+    pub(super) fn user_image(&mut self, map: &Mapping, profile: &mut Profile) -> usize {
         let key = (map.path.clone(), map.build_id.clone());
         if let Some(i) = self.user_images.get(&key) {
             return *i;
@@ -302,9 +351,9 @@ impl State<'_> {
                 std::slice::from_ref(&name),
                 Some(Path::new(path)),
             );
-            let (s, f, err) = self.open_found(&name, lookup, None);
+            let (s, f, err) = Self::open_found(&name, lookup, None);
             if let Some(e) = err {
-                self.profile.warnings.push(e);
+                profile.warnings.push(e);
             }
             (s, f)
         };
@@ -318,9 +367,48 @@ impl State<'_> {
             kernel: false,
             symbols: source,
         };
-        let i = self.add_image(image, file);
+        let i = self.add(image, file, profile);
         self.user_images.insert(key, i);
         i
+    }
+
+    /// The pseudo-image of the marked frames where unwinding stopped.
+    pub(super) fn marker_image(&mut self, profile: &mut Profile) -> usize {
+        if let Some(i) = self.marker_image {
+            return i;
+        }
+        let i = self.add(
+            Image {
+                name: MARKER_IMAGE.into(),
+                recorded_path: MARKER_IMAGE.into(),
+                build_id: None,
+                kernel: false,
+                symbols: SymbolSource::Missing {
+                    why: "marks where unwinding stopped".into(),
+                },
+            },
+            None,
+            profile,
+        );
+        self.marker_image = Some(i);
+        i
+    }
+
+    /// One line each for the user images without symbols and without lines, at the end.
+    pub(super) fn summary_warnings(&self, warnings: &mut Vec<String>) {
+        for (list, what) in [
+            (&self.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
+            (&self.no_lines, "without DWARF line info (functions, no source lines)"),
+        ] {
+            if !list.is_empty() {
+                let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+                if list.len() > 8 {
+                    names.push_str(&format!(" and {} more", list.len() - 8));
+                }
+                let n = list.len();
+                warnings.push(format!("{n} user image(s) {what}: {names}"));
+            }
+        }
     }
 }
 

@@ -1,37 +1,32 @@
 //! Record dispatch: what each perf record (sample, comm, fork, mmap, lost) does to the
 //! symbolizer's state, and the warnings left when all records are read.
 
-use super::address_space::Mapping;
+use super::user_space::Mapping;
 use super::{Progress, State};
 use crate::capture::{Capture, PerfData};
 use crate::error::{Error, Result};
 use crate::perf_data::{Item, Records, PROT_EXEC};
-use crate::profile::{Event, Sample};
+use crate::profile::Sample;
 use kprof_capture::build_id::hex;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
 use std::io::{Read, Seek};
 
-fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &Capture) -> String {
-    if let Some(m) = &capture.manifest {
-        if let Some(e) = m.events.get(i) {
-            return e.name.clone();
-        }
-    }
-    // An EVENT_DESC entry may carry an empty name: the type names it then.
-    if let Some(n) = attr.name.as_ref().filter(|n| !n.is_empty()) {
-        return n.clone();
-    }
-    use linux_perf_data::linux_perf_event_reader::PerfEventType;
-    match attr.attr.type_ {
-        PerfEventType::Software(c) => format!("{c:?}")
-            .to_lowercase()
-            .replace("cpuclock", "cpu-clock")
-            .replace("taskclock", "task-clock"),
-        PerfEventType::Hardware(h, _) => format!("{h:?}").to_lowercase(),
-        other => format!("{other:?}"),
-    }
+/// Why the records of a perf.data give no profile; the caller names the file
+/// ([`Error::BadPerfData`]).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RecordsError {
+    /// The header has no event attributes, so no sample can be attributed.
+    #[error("no event attributes")]
+    NoEvents,
+    /// The records are damaged before the first sample.
+    #[error("{damage} (no sample could be read)")]
+    DamagedBeforeSamples {
+        /// What the record walk found.
+        damage: String,
+    },
 }
 
+/// Reads the records of the capture's perf.data into `st`.
 pub(super) fn read_perf_data(
     st: &mut State<'_>,
     capture: &Capture,
@@ -54,6 +49,7 @@ pub(super) fn read_perf_data(
     }
 }
 
+/// The record loop: each record to its handler, with progress every 65536 samples.
 fn read_records(
     st: &mut State<'_>,
     r: impl Read + Seek,
@@ -68,7 +64,9 @@ fn read_records(
     };
     let mut records =
         Records::open(r, len, crate::limits::records_budget(capture.max_input)).map_err(bad)?;
-    read_header(st, &records.file, capture).map_err(bad)?;
+    st.read_header(&records.file, capture)
+        .map_err(|e| bad(e.to_string()))?;
+    st.prefetch();
     let total = records.total;
     let nev = st.profile.events.len();
     let mut samples = 0u64;
@@ -77,7 +75,7 @@ fn read_records(
         let (attr_index, record, bytes, time) = match item {
             Item::Event(attr_index, record, bytes, time) => (attr_index, record, bytes, time),
             Item::BuildId(key, id) => {
-                st.header_build_ids.insert(key, hex(&id));
+                st.images.header_build_ids.insert(key, hex(&id));
                 return;
             }
         };
@@ -103,56 +101,8 @@ fn read_records(
         bytes: total,
         total,
     });
-    st.finish(records.damaged, samples, capture).map_err(bad)
-}
-
-/// Host facts, events and their names from the header and feature sections.
-fn read_header(
-    st: &mut State<'_>,
-    perf_file: &linux_perf_data::PerfFile,
-    capture: &Capture,
-) -> std::result::Result<(), String> {
-    if let Ok(ids) = perf_file.build_ids() {
-        for (k, v) in ids {
-            st.header_build_ids.insert(k, hex(&v.build_id));
-        }
-    }
-    if st.profile.meta.hostname.is_none() {
-        st.profile.meta.hostname = perf_file.hostname().ok().flatten().map(str::to_string);
-        st.profile.meta.os_release = perf_file.os_release().ok().flatten().map(str::to_string);
-        st.profile.meta.arch = perf_file.arch().ok().flatten().map(str::to_string);
-        st.profile.meta.command = perf_file.cmdline().ok().flatten().map(|v| v.join(" "));
-    }
-    let attrs = perf_file.event_attributes();
-    if attrs.is_empty() {
-        return Err("no event attributes".into());
-    }
-    use linux_perf_data::linux_perf_event_reader::{SampleFormat, SamplingPolicy};
-    for (i, a) in attrs.iter().enumerate() {
-        let has_period = a.attr.sample_format.contains(SampleFormat::PERIOD);
-        let fixed = match a.attr.sampling_policy {
-            SamplingPolicy::Period(n) => Some(n.get()),
-            _ => None,
-        };
-        st.profile.events.push(Event {
-            name: event_name(a, i, capture),
-            total_samples: 0,
-            total_period: 0,
-            period_known: has_period || fixed.is_some(),
-        });
-        st.fixed_periods.push(fixed);
-        st.throttles.push(0);
-    }
-    use linux_perf_data::linux_perf_event_reader::PerfEventType;
-    let switch = attrs.iter().enumerate().position(|(i, a)| {
-        matches!(a.attr.type_, PerfEventType::Tracepoint(_))
-            && st.profile.events[i].name == super::off_cpu::SWITCH_EVENT
-    });
-    if let Some(e) = switch {
-        let data = perf_file.feature_section_data(linux_perf_data::Feature::TRACING_DATA);
-        st.off_cpu_event(e, data);
-    }
-    Ok(())
+    st.finish(records.damaged, samples, capture)
+        .map_err(|e| bad(e.to_string()))
 }
 
 impl State<'_> {
@@ -181,11 +131,13 @@ impl State<'_> {
         }
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
-        let thread = self.thread(pid, tid);
+        let thread = self.stacks.thread(&mut self.profile.threads, pid, tid);
         stack_buf.clear();
         self.sample_frames(s, pid, stack_buf);
         let nev = self.profile.events.len();
-        let idx = self.intern_stack(thread, stack_buf, nev);
+        let idx = self
+            .stacks
+            .intern(&mut self.profile.stacks, thread, stack_buf, nev);
         if switch {
             let raw = s.raw.as_ref().map(|r| r.as_slice());
             self.on_switch(raw.as_deref(), time, s.cpu.unwrap_or(u32::MAX), idx);
@@ -220,9 +172,10 @@ impl State<'_> {
     ) {
         let path = String::from_utf8_lossy(path).into_owned();
         if pid == -1 || matches!(cpu_mode, CpuMode::Kernel) {
-            self.add_kernel_mapping(&path, start, len, pgoff);
+            self.kernel
+                .add_mapping((&path, start, len, pgoff), &self.images.header_build_ids);
         } else if executable {
-            self.add_mapping(
+            self.user.add_mapping(
                 pid,
                 Mapping {
                     start,
@@ -241,22 +194,16 @@ impl State<'_> {
         match record {
             EventRecord::Comm(c) => {
                 let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
-                // An exec keeps the mappings seen so far, as perf does: the new image's
-                // MMAP2 records replace the old ones they overlap. Clearing them here lost the
-                // new image when its exec COMM sorts after its first MMAP2 (the exec moved to
-                // another CPU whose clock is ahead), and every fp chain through it was cut.
                 if c.is_execve {
-                    self.unwinders.remove(&c.pid);
+                    self.user.exec(c.pid);
                 }
-                self.comms.insert(c.tid, name);
+                self.stacks.set_comm(c.tid, name);
             }
             EventRecord::Fork(f) => {
                 if f.pid != f.ppid {
-                    self.inherit_mappings(f.pid, f.ppid);
+                    self.user.inherit_mappings(f.pid, f.ppid);
                 }
-                if let Some(c) = self.comms.get(&f.ptid).cloned() {
-                    self.comms.entry(f.tid).or_insert(c);
-                }
+                self.stacks.fork(f.ptid, f.tid);
             }
             EventRecord::Mmap(m) => self.on_mmap(
                 m.pid,
@@ -294,57 +241,17 @@ impl State<'_> {
         damaged: Option<String>,
         samples: u64,
         capture: &Capture,
-    ) -> std::result::Result<(), String> {
+    ) -> Result<(), RecordsError> {
         let shown = &capture.path;
-        for (list, what) in [
-            (&self.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
-            (&self.no_lines, "without DWARF line info (functions, no source lines)"),
-        ] {
-            if !list.is_empty() {
-                let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
-                if list.len() > 8 {
-                    names.push_str(&format!(" and {} more", list.len() - 8));
-                }
-                let n = list.len();
-                self.profile.warnings.push(format!("{n} user image(s) {what}: {names}"));
-            }
-        }
+        self.images.summary_warnings(&mut self.profile.warnings);
         self.finish_off_cpu();
         self.event_warnings(capture);
         self.unwind_warnings();
-        // perf adds a `dummy` event to system-wide recordings for side-band records only.
-        let keep: Vec<usize> = (0..self.profile.events.len())
-            .filter(|i| {
-                let e = &self.profile.events[*i];
-                !(e.total_samples == 0 && e.name.starts_with("dummy"))
-            })
-            .collect();
-        if keep.len() < self.profile.events.len() && !keep.is_empty() {
-            self.profile.events = keep
-                .iter()
-                .map(|i| self.profile.events[*i].clone())
-                .collect();
-            for s in &mut self.profile.stacks {
-                s.counts = keep.iter().map(|i| s.counts[*i]).collect();
-                s.periods = keep.iter().map(|i| s.periods[*i]).collect();
-            }
-            // Dropped events have no samples: every sample's event has a new index.
-            let mut new_index = vec![0u32; keep.last().map_or(0, |l| l + 1)];
-            for (new, old) in keep.iter().enumerate() {
-                new_index[*old] = new as u32;
-            }
-            for s in &mut self.profile.samples {
-                s.event = new_index.get(s.event as usize).copied().unwrap_or(0);
-            }
-            if let Some(off) = &mut self.profile.off_cpu {
-                off.sleeping = new_index[off.sleeping] as usize;
-                off.uninterruptible = new_index[off.uninterruptible] as usize;
-            }
-        }
+        self.drop_dummy_events();
         self.finish_times();
         if let Some(why) = damaged {
             if samples == 0 {
-                return Err(format!("{why} (no sample could be read)"));
+                return Err(RecordsError::DamagedBeforeSamples { damage: why });
             }
             self.profile.warnings.push(format!(
                 "{}: perf.data is damaged ({why}); showing the {samples} samples read before it",
@@ -363,458 +270,5 @@ impl State<'_> {
                 .push("the capture has no samples".into());
         }
         Ok(())
-    }
-
-    /// Events that produced no sample, and events the kernel throttled: from the manifest's
-    /// counter totals and throttle counts when there is one, else from the file itself.
-    fn event_warnings(&mut self, capture: &Capture) {
-        let manifest = capture.manifest.as_ref();
-        let max_rate = manifest
-            .and_then(|m| m.sysctl.get("perf_event_max_sample_rate"))
-            .map(|v| format!(" (kernel.perf_event_max_sample_rate = {})", v.trim()))
-            .unwrap_or_default();
-        for (i, e) in self.profile.events.iter().enumerate() {
-            let recorded = manifest.and_then(|m| m.events.get(i));
-            // perf's side-band `dummy` event never samples, by design.
-            // Off-CPU events count blocked spans, not samples: a capture may have no D at all.
-            if e.name.starts_with("off-cpu:") {
-                continue;
-            }
-            if e.total_samples == 0 && !e.name.starts_with("dummy") {
-                let why = match recorded.and_then(|r| r.count.map(|c| (c, r))) {
-                    // PERF_TYPE_SOFTWARE: no PMU involved, nothing of the kind happened.
-                    Some((0, r)) if r.attr_type == 1 => {
-                        "it counted nothing (counter total 0; nothing of its kind happened while sampling)".to_string()
-                    }
-                    Some((0, _)) => "it counted nothing (counter total 0; the PMU accepted it but it never fired: check the event number for this CPU)".to_string(),
-                    Some((c, r)) => match r.sample_period {
-                        Some(p) if c < p => format!("it counted {c}, below its period {p}"),
-                        _ => format!("its counter read {c} but no sample reached the file"),
-                    },
-                    None if manifest.is_some() => "the agent did not read its counter".into(),
-                    None => "no sample of it is in the file".into(),
-                };
-                self.profile
-                    .warnings
-                    .push(format!("event {} has no samples: {why}", e.name));
-            }
-            // The samples' periods add up to what the counters counted, unless samples were
-            // lost with their counts (throttling; frequency mode resetting a period): then
-            // every count and ratio of this event is an underestimate, by this much.
-            if let Some(c) = recorded.and_then(|r| r.count).filter(|&c| c > 0) {
-                if e.total_samples >= 100 && (e.total_period as f64) < 0.9 * c as f64 {
-                    self.profile.warnings.push(format!(
-                        "event {}: its samples account for {:.0}% of the {c} events its counters counted (throttling or frequency adjustment dropped the rest): its counts, and ratios with it, are low by that much",
-                        e.name,
-                        100.0 * e.total_period as f64 / c as f64
-                    ));
-                }
-            }
-            let throttled = match recorded {
-                Some(r) => r.throttled,
-                None => self.throttles.get(i).copied().unwrap_or(0),
-            };
-            if throttled > 0 {
-                self.profile.warnings.push(format!(
-                    "event {} was throttled {throttled} times by the kernel{max_rate}: samples are missing where it was busiest; lower -F or raise /proc/sys/kernel/perf_event_max_sample_rate",
-                    e.name
-                ));
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::capture::Capture;
-    use crate::profile::{MarkerKind, Profile};
-    use crate::views::{self, Filter};
-    use crate::{Options, Symbolizer};
-    use std::path::Path;
-
-    const SAMPLE_IP: u64 = 1;
-    const SAMPLE_TID: u64 = 2;
-    const SAMPLE_PERIOD: u64 = 256;
-    const SAMPLE_IDENTIFIER: u64 = 1 << 16;
-    const ATTR_SIZE: usize = 128;
-
-    /// A software event of a synthetic perf.data: its config, fixed period or frequency,
-    /// whether samples carry PERIOD, and `(ip, period)` of each sample.
-    struct Ev {
-        config: u64,
-        period: Option<u64>,
-        with_period: bool,
-        samples: Vec<(u64, u64)>,
-        /// PERF_RECORD_THROTTLE records of the event, after its samples.
-        throttles: usize,
-    }
-
-    /// A PERFILE2 of `evs`, one attribute each (id = index + 1), samples identified by
-    /// PERF_SAMPLE_IDENTIFIER, all on pid/tid 7. The ids are in an EVENT_DESC feature
-    /// section, where readers take them from (as perf and the agent write them).
-    fn perf_data(evs: &[Ev]) -> Vec<u8> {
-        let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
-        let u32s = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
-        let attrs_off = 104;
-        let mut attrs = Vec::new();
-        let mut desc = Vec::new();
-        let mut data = Vec::new();
-        u32s(&mut desc, evs.len() as u32);
-        u32s(&mut desc, ATTR_SIZE as u32);
-        for (i, e) in evs.iter().enumerate() {
-            let id = i as u64 + 1;
-            let sample_type = SAMPLE_IDENTIFIER
-                | SAMPLE_IP
-                | SAMPLE_TID
-                | if e.with_period { SAMPLE_PERIOD } else { 0 };
-            let mut a = vec![0u8; ATTR_SIZE];
-            a[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
-            a[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
-            a[8..16].copy_from_slice(&e.config.to_le_bytes());
-            a[16..24].copy_from_slice(&e.period.unwrap_or(1000).to_le_bytes());
-            a[24..32].copy_from_slice(&sample_type.to_le_bytes());
-            let freq = if e.period.is_none() { 1u64 << 10 } else { 0 };
-            a[40..48].copy_from_slice(&(freq | 1 << 18).to_le_bytes()); // sample_id_all
-            attrs.extend_from_slice(&a);
-            u64s(&mut attrs, 0); // ids file section: unused, EVENT_DESC has them
-            u64s(&mut attrs, 0);
-            desc.extend_from_slice(&a);
-            u32s(&mut desc, 1);
-            u32s(&mut desc, 0); // no name
-            u64s(&mut desc, id);
-            for (ip, period) in &e.samples {
-                let mut body = Vec::new();
-                u64s(&mut body, id);
-                u64s(&mut body, *ip);
-                body.extend_from_slice(&7i32.to_le_bytes());
-                body.extend_from_slice(&7i32.to_le_bytes());
-                if e.with_period {
-                    u64s(&mut body, *period);
-                }
-                data.extend_from_slice(&9u32.to_le_bytes()); // PERF_RECORD_SAMPLE
-                data.extend_from_slice(&2u16.to_le_bytes()); // user
-                data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
-                data.extend_from_slice(&body);
-            }
-            for n in 0..e.throttles {
-                // time, id, stream_id, then the sample_id trailer: pid/tid and IDENTIFIER.
-                let mut body = Vec::new();
-                u64s(&mut body, 1000 + n as u64);
-                u64s(&mut body, id);
-                u64s(&mut body, id);
-                body.extend_from_slice(&7i32.to_le_bytes());
-                body.extend_from_slice(&7i32.to_le_bytes());
-                u64s(&mut body, id);
-                data.extend_from_slice(&5u32.to_le_bytes()); // PERF_RECORD_THROTTLE
-                data.extend_from_slice(&0u16.to_le_bytes());
-                data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
-                data.extend_from_slice(&body);
-            }
-        }
-        let data_off = attrs_off + attrs.len();
-        let desc_off = data_off + data.len() + 16;
-        let mut out = b"PERFILE2".to_vec();
-        let entry = ATTR_SIZE + 16;
-        for v in [
-            104,
-            entry,
-            attrs_off,
-            attrs.len(),
-            data_off,
-            data.len(),
-            0,
-            0,
-        ] {
-            u64s(&mut out, v as u64);
-        }
-        let mut features = [0u8; 32];
-        features[1] = 1 << 4; // HEADER_EVENT_DESC, bit 12
-        out.extend_from_slice(&features);
-        out.extend_from_slice(&attrs);
-        out.extend_from_slice(&data);
-        u64s(&mut out, desc_off as u64);
-        u64s(&mut out, desc.len() as u64);
-        out.extend_from_slice(&desc);
-        out
-    }
-
-    fn symbolize(evs: &[Ev]) -> Profile {
-        symbolize_with(evs, None)
-    }
-
-    /// [`symbolize`] with a manifest, as an archive of the agent has.
-    fn symbolize_with(evs: &[Ev], manifest: Option<kprof_capture::Manifest>) -> Profile {
-        let mut c = Capture::from_bytes(Path::new("t.data"), &perf_data(evs)).unwrap();
-        c.manifest = manifest;
-        let mut s = Symbolizer::new(Options::default(), &mut |_| {}).unwrap();
-        s.symbolize(&c, &mut |_| {}).unwrap()
-    }
-
-    /// `n` samples at each of two addresses, each standing for `period` events.
-    fn at_two_ips(n: usize, period: u64) -> Vec<(u64, u64)> {
-        (0..2 * n)
-            .map(|i| (0x1000 + (i % 2) as u64 * 0x100, period))
-            .collect()
-    }
-
-    /// Two events with equal sample counts per function, one sampled every 1000 events and
-    /// one every 10: their count ratio is 100, not the sample ratio 1.
-    #[test]
-    fn ratio_perfdata_periods_not_samples() {
-        let p = symbolize(&[
-            Ev {
-                config: 0,
-                period: Some(1000),
-                with_period: true,
-                samples: at_two_ips(5, 1000),
-                throttles: 0,
-            },
-            Ev {
-                config: 1,
-                period: Some(10),
-                with_period: true,
-                samples: at_two_ips(5, 10),
-                throttles: 0,
-            },
-        ]);
-        assert_eq!(views::ratio_unknown(&p, 0, 1), None);
-        let rows = views::functions(&p, &Filter::default());
-        assert!(!rows.is_empty());
-        for r in &rows {
-            assert_eq!(r.samples[0], r.samples[1], "equal samples per function");
-            assert_eq!(views::ratio(r.periods[0], r.periods[1]), Some(100.0));
-        }
-        assert_eq!(
-            (p.events[0].total_period, p.events[1].total_period),
-            (10_000, 100)
-        );
-    }
-
-    /// Without PERIOD in the samples a fixed period still weighs them; frequency mode
-    /// without PERIOD makes the ratio unknown rather than a ratio of samples.
-    #[test]
-    fn ratio_perfdata_without_period_fixed_or_unknown() {
-        let fixed = symbolize(&[
-            Ev {
-                config: 0,
-                period: Some(500),
-                with_period: false,
-                samples: at_two_ips(3, 0),
-                throttles: 0,
-            },
-            Ev {
-                config: 1,
-                period: Some(5),
-                with_period: false,
-                samples: at_two_ips(3, 0),
-                throttles: 0,
-            },
-        ]);
-        assert_eq!(views::ratio_unknown(&fixed, 0, 1), None);
-        assert_eq!(fixed.events[0].total_period, 3000);
-        let by_freq = symbolize(&[
-            Ev {
-                config: 0,
-                period: None,
-                with_period: false,
-                samples: at_two_ips(3, 0),
-                throttles: 0,
-            },
-            Ev {
-                config: 1,
-                period: Some(5),
-                with_period: true,
-                samples: at_two_ips(3, 5),
-                throttles: 0,
-            },
-        ]);
-        let why = views::ratio_unknown(&by_freq, 0, 1).expect("unknown");
-        assert!(
-            why.contains("cpu-clock") && !why.contains("task-clock"),
-            "{why}"
-        );
-    }
-
-    /// An event of a plain perf.data without any sample is named in a warning.
-    #[test]
-    fn symbolize_perfdata_event_without_samples_warned() {
-        let p = symbolize(&[
-            Ev {
-                config: 0,
-                period: Some(1000),
-                with_period: true,
-                samples: at_two_ips(2, 1000),
-                throttles: 0,
-            },
-            Ev {
-                config: 1,
-                period: Some(1000),
-                with_period: true,
-                samples: Vec::new(),
-                throttles: 0,
-            },
-        ]);
-        assert!(
-            p.warnings
-                .iter()
-                .any(|w| w.starts_with("event task-clock has no samples")),
-            "{:?}",
-            p.warnings
-        );
-        assert!(!p.warnings.iter().any(|w| w.contains("event cpu-clock")));
-    }
-
-    /// With a manifest, an event without samples is explained by its counter total (a raw
-    /// event at 0 points at the event number) and a throttled one names the sysctl.
-    #[test]
-    fn symbolize_manifest_zero_count_and_throttle_warned() {
-        let ev = |name: &str, t: u32, samples: u64, throttled: u64, count: u64| {
-            serde_json::json!({"name": name, "attr_type": t, "attr_config": 3,
-                "sample_period": 1000, "samples": samples, "lost": 0,
-                "throttled": throttled, "count": count, "no_samples": samples == 0})
-        };
-        let m = serde_json::json!({
-            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
-            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
-            "release": "6.1", "version": "#1", "machine": "aarch64"},
-            "events": [ev("cycles", 0, 4, 7, 4200), ev("r03", 4, 0, 0, 0), ev("r04", 4, 0, 0, 40)],
-            "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
-            "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
-            "perf_data": {"file": "perf.data", "size": 0, "sha256": ""},
-            "sysctl": {"perf_event_max_sample_rate": "25000\n"}
-        });
-        let m: kprof_capture::Manifest = serde_json::from_value(m).unwrap();
-        let ev = |config, samples| Ev {
-            config,
-            period: Some(1000),
-            with_period: true,
-            samples,
-            throttles: 0,
-        };
-        let p = symbolize_with(
-            &[
-                ev(0, at_two_ips(2, 1000)),
-                ev(1, Vec::new()),
-                ev(2, Vec::new()),
-            ],
-            Some(m),
-        );
-        let has = |needle: &str| {
-            assert!(
-                p.warnings.iter().any(|w| w.contains(needle)),
-                "no {needle:?} in {:?}",
-                p.warnings
-            )
-        };
-        has("event r03 has no samples: it counted nothing (counter total 0; the PMU accepted it");
-        has("event r04 has no samples: it counted 40, below its period 1000");
-        has("event cycles was throttled 7 times by the kernel (kernel.perf_event_max_sample_rate = 25000)");
-        assert!(!p
-            .warnings
-            .iter()
-            .any(|w| w.contains("cycles has no samples")));
-    }
-
-    /// An event whose samples' periods add up to far less than its counter total is flagged
-    /// with the share they cover; one that covers its count is not.
-    #[test]
-    fn symbolize_manifest_samples_cover_half_count_warned() {
-        let ev = |name: &str, count: u64| {
-            serde_json::json!({"name": name, "attr_type": 4, "attr_config": 17,
-                "sample_period": 1000, "samples": 200, "lost": 0,
-                "throttled": 0, "count": count, "no_samples": false})
-        };
-        let m = serde_json::json!({
-            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
-            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
-            "release": "6.1", "version": "#1", "machine": "aarch64"},
-            "events": [ev("r11", 400_000), ev("cycles", 200_500)],
-            "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
-            "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
-            "perf_data": {"file": "perf.data", "size": 0, "sha256": ""}
-        });
-        let m: kprof_capture::Manifest = serde_json::from_value(m).unwrap();
-        let ev = |config| Ev {
-            config,
-            period: Some(1000),
-            with_period: true,
-            samples: at_two_ips(100, 1000),
-            throttles: 0,
-        };
-        let p = symbolize_with(&[ev(0), ev(1)], Some(m));
-        assert!(
-            p.warnings
-                .iter()
-                .any(|w| w
-                    .starts_with("event r11: its samples account for 50% of the 400000 events")),
-            "{:?}",
-            p.warnings
-        );
-        assert!(!p.warnings.iter().any(|w| w.starts_with("event cycles:")));
-    }
-
-    /// A plain perf.data's THROTTLE records warn about their event, with the hint.
-    #[test]
-    fn symbolize_perfdata_throttle_records_warned() {
-        let ev = |config, throttles| Ev {
-            config,
-            period: Some(1000),
-            with_period: true,
-            samples: at_two_ips(2, 1000),
-            throttles,
-        };
-        let p = symbolize(&[ev(0, 0), ev(1, 3)]);
-        let marked: Vec<(u64, &MarkerKind)> =
-            p.meta.markers.iter().map(|m| (m.time, &m.kind)).collect();
-        let t = MarkerKind::Throttled;
-        assert_eq!(
-            marked,
-            vec![(0, &t), (1, &t), (2, &t)],
-            "at their body times"
-        );
-        let throttled: Vec<&String> = p
-            .warnings
-            .iter()
-            .filter(|w| w.contains("throttled"))
-            .collect();
-        assert_eq!(throttled.len(), 1, "{:?}", p.warnings);
-        assert!(
-            throttled[0].starts_with("event task-clock was throttled 3 times by the kernel: ")
-                && throttled[0]
-                    .contains("lower -F or raise /proc/sys/kernel/perf_event_max_sample_rate"),
-            "{}",
-            throttled[0]
-        );
-    }
-
-    /// Samples without PERF_SAMPLE_TIME are all kept, at capture start, with a warning;
-    /// each counted sample is in `samples` with its stack, event and period.
-    #[test]
-    fn symbolize_perfdata_untimed_samples_at_start_warned() {
-        let ev = |config, period| Ev {
-            config,
-            period: Some(period),
-            with_period: true,
-            samples: at_two_ips(3, period),
-            throttles: 0,
-        };
-        let p = symbolize(&[ev(0, 1000), ev(1, 10)]);
-        assert_eq!(p.samples.len(), 12);
-        assert!(p.samples.iter().all(|s| s.time == 0 && s.cpu == u32::MAX));
-        for (e, period) in [(0u32, 1000u64), (1, 10)] {
-            let of: Vec<_> = p.samples.iter().filter(|s| s.event == e).collect();
-            assert_eq!(of.len(), 6);
-            assert!(of.iter().all(|s| s.period == period));
-        }
-        let again = views::time_window(&p, None, None);
-        assert_eq!(again.stacks, p.stacks, "the samples add up to the stacks");
-        assert_eq!((p.meta.start_ns, p.meta.duration_ns), (None, 0));
-        assert!(
-            p.warnings.iter().any(|w| w.starts_with(
-                "the samples carry no timestamps (recorded without PERF_SAMPLE_TIME)"
-            )),
-            "{:?}",
-            p.warnings
-        );
     }
 }

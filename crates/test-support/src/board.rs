@@ -1,27 +1,39 @@
-//! The QEMU board of `ci/board/up` (x86_64 or aarch64) as the board tests see it: the
-//! environment it prints, kprofctl with an isolated HOME, ssh for test set-up.
-#![allow(dead_code)] // each board test binary uses a part of it.
+//! The QEMU board of `ci/board/up` (x86_64 or aarch64) as kprofctl's board tests see it
+//! (`hostctl/tests/board_*.rs`, feature `board`): the environment it prints, kprofctl with an
+//! isolated HOME, ssh for test set-up, and the checks more than one board runs.
 
-use crate::remote_support::outcome;
+use crate::outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The board from the environment, and a client whose known_hosts trusts its host key.
+#[derive(Debug)]
 pub struct Board {
+    /// `KPROF_BOARD`: `root@127.0.0.1:PORT`.
     pub target: String,
+    /// The ssh port of `target`.
     pub port: u16,
+    /// `KPROF_BOARD_SYMBOLS`: vmlinux, the unstripped module, the agent.
     pub symbols: PathBuf,
+    /// `KPROF_BOARD_KEY`: root's ssh key.
     pub key: PathBuf,
+    /// kprofctl's HOME, with a known_hosts that lists the board.
     pub home: tempfile::TempDir,
+    /// kprofctl's working directory.
     pub work: tempfile::TempDir,
+    /// The kprofctl binary under test.
+    kprofctl: PathBuf,
 }
 
+/// The environment variable `name`, which `ci/board/up` prints.
 pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run ci/board/up first"))
 }
 
 impl Board {
-    pub fn from_env() -> Board {
+    /// The board `ci/board/up` described in the environment, driven by `kprofctl` (the
+    /// test's `env!("CARGO_BIN_EXE_kprofctl")`).
+    pub fn from_env(kprofctl: impl Into<PathBuf>) -> Board {
         let target = env("KPROF_BOARD");
         let port = target.rsplit(':').next().unwrap().parse().unwrap();
         let key = PathBuf::from(env("KPROF_BOARD_KEY"));
@@ -47,16 +59,13 @@ impl Board {
             key,
             home,
             work: tempfile::tempdir().unwrap(),
+            kprofctl: kprofctl.into(),
         }
     }
 
-    /// kprofctl with an isolated HOME and working directory, no terminal ([`kprof_test_support::kprofctl`]).
+    /// kprofctl with an isolated HOME and working directory, no terminal ([`crate::kprofctl`]).
     pub fn kprofctl(&self) -> Command {
-        kprof_test_support::kprofctl(
-            Path::new(env!("CARGO_BIN_EXE_kprofctl")),
-            self.home.path(),
-            self.work.path(),
-        )
+        crate::kprofctl(&self.kprofctl, self.home.path(), self.work.path())
     }
 
     /// `kprofctl SUBCOMMAND TARGET -i KEY ...`.
@@ -89,6 +98,7 @@ impl Board {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The mychardrv write of `KPROF_BOARD_N` (default 10000) bytes, as `run`'s command.
     pub fn workload(&self) -> Vec<String> {
         let n = std::env::var("KPROF_BOARD_N").unwrap_or_else(|_| "10000".into());
         vec![
@@ -114,6 +124,7 @@ impl Board {
         (capture, err)
     }
 
+    /// The archives fetched into the working directory's `kprof-captures`, sorted.
     pub fn captures_here(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(self.work.path().join("kprof-captures"))
             .into_iter()
@@ -127,6 +138,7 @@ impl Board {
     }
 }
 
+/// `report CAPTURE --symbols SYMBOLS --format json EXTRA...`, which must succeed, parsed.
 pub fn report_json(
     board: &Board,
     capture: &Path,
@@ -147,6 +159,7 @@ pub fn report_json(
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
 }
 
+/// The first file called `name` below `dir`.
 pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let p = entry.path();
@@ -161,6 +174,7 @@ pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
     None
 }
 
+/// Where `needle` first occurs in `hay`.
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
@@ -414,6 +428,26 @@ pub fn check_blocking_read(board: &Board) {
         read["uninterruptible_ns"], read["blocked_ns"],
         "killable wait: D"
     );
+    assert_blocked_in_read(&json);
+    let (ok, text, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(&local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--off-cpu", "--comm", "dd"]),
+    );
+    assert!(ok, "{err}");
+    assert!(
+        text.contains("mychardrv_read ← vfs_read ← ksys_read"),
+        "{text}"
+    );
+}
+
+/// The off-CPU paths of `report --off-cpu --format json` hold one through mychardrv_read that
+/// reads schedule ← … ← mychardrv_read ← vfs_read ← ksys_read.
+fn assert_blocked_in_read(json: &serde_json::Value) {
     let path = json["off_cpu"]["paths"]
         .as_array()
         .unwrap()
@@ -443,19 +477,5 @@ pub fn check_blocking_read(board: &Board) {
             && at("mychardrv_read") + 1 == at("vfs_read")
             && at("vfs_read") + 1 == at("ksys_read"),
         "schedule ← … ← mychardrv_read ← vfs_read ← ksys_read: {names:?}"
-    );
-    let (ok, text, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(&local)
-            .arg("--symbols")
-            .arg(&board.symbols)
-            .args(["--off-cpu", "--comm", "dd"]),
-    );
-    assert!(ok, "{err}");
-    assert!(
-        text.contains("mychardrv_read ← vfs_read ← ksys_read"),
-        "{text}"
     );
 }

@@ -1,0 +1,351 @@
+//! One symbol file (vmlinux, a `.ko`, a user ELF or its split debug file): function symbols,
+//! DWARF lines with inline frames, and code bytes for disassembly, all in one address space.
+//!
+//! A relocatable `.ko` is given a [`Placement`] (section name → load address recorded on the
+//! board); its allocated sections are placed there and its `.rela.debug_*` relocations are
+//! applied before DWARF is read, so the load addresses of samples are looked up directly.
+//! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
+
+mod dwarf;
+mod layout;
+mod placement;
+mod plt;
+mod symtab;
+#[cfg(test)]
+mod tests;
+
+pub use crate::arch::Arch;
+use crate::demangle::demangle;
+use crate::error::{Error, Result};
+use crate::unwind::Cfi;
+pub use dwarf::{under_root, Reader, SectionBytes};
+use kprof_capture::build_id::hex;
+use layout::Layout;
+use object::{Object, ObjectSection};
+pub use placement::Placement;
+use placement::{relocate, section_addresses, SectionAddrs};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use symtab::{collect_symbols, has_symtab, SymbolTable};
+
+/// Names the kernel's module_init()/module_exit() macros give the driver's own functions.
+const MODULE_ENTRY_ALIASES: &[&str] = &["init_module", "cleanup_module"];
+
+/// A frame of an address: innermost (inlined) first, outermost (the real function) last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    /// Function name, demangled; `None` when no symbol covers the address.
+    pub name: Option<String>,
+    /// Start and size of the outermost function's symbol; `None` for inlined frames.
+    pub func_start: Option<u64>,
+    /// See `func_start`.
+    pub func_size: Option<u64>,
+    /// Source file of the address in this frame.
+    pub file: Option<String>,
+    /// Line of `file`.
+    pub line: Option<u32>,
+    /// This frame is inlined into the next one.
+    pub inlined: bool,
+}
+
+/// A loaded symbol file.
+pub struct SymbolFile {
+    /// The file opened.
+    pub path: PathBuf,
+    /// Separate file the DWARF came from, when not `path`.
+    pub debug_path: Option<PathBuf>,
+    /// Its GNU build-id, lowercase hex.
+    pub build_id: Option<String>,
+    /// Its instruction set.
+    pub arch: Arch,
+    /// The file had `.debug_line`: lookups give file:line.
+    pub has_lines: bool,
+    /// The file had a symbol table with functions.
+    pub has_symbols: bool,
+    /// The file is relocatable (a `.ko`).
+    pub relocatable: bool,
+    /// The build trees its DWARF names source files in: each compilation unit's
+    /// `DW_AT_comp_dir`, and the directory of a unit named outside it.
+    pub source_roots: Vec<String>,
+    symbols: SymbolTable,
+    dwarf: Option<addr2line::Context<Reader>>,
+    layout: Layout,
+    map: Rc<memmap2::Mmap>,
+    /// The split debug file's mapping, when DWARF came from one.
+    debug_map: Option<Rc<memmap2::Mmap>>,
+    /// Where a relocatable file's sections were placed.
+    placement: Option<Placement>,
+    /// The CFI, indexed on first use (vmlinux's `.debug_frame` is large and needed only for
+    /// aarch64 leaves).
+    cfi: std::cell::OnceCell<Option<Rc<Cfi>>>,
+}
+
+impl std::fmt::Debug for SymbolFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymbolFile")
+            .field("path", &self.path)
+            .field("build_id", &self.build_id)
+            .field("symbols", &self.symbols.len())
+            .field("has_lines", &self.has_lines)
+            .finish()
+    }
+}
+
+/// Maps a file read-only.
+pub fn map_file(path: &Path) -> Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: the mapping is read-only and private; a symbol file changed underneath us while
+    // reporting gives wrong symbols at worst, as with any other reader of it.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+}
+
+impl SymbolFile {
+    /// Loads `path`, with DWARF taken from `debug` when given (a split debug file), placing a
+    /// relocatable file's sections as `placement` says.
+    pub fn open(path: &Path, debug: Option<&Path>, placement: Option<&Placement>) -> Result<Self> {
+        let map = Rc::new(map_file(path)?);
+        let obj = parse(&map, path)?;
+        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+        let empty = Placement::new();
+        // The module loader ignores a `.ko`'s sh_addr: unplaced, its sections are nowhere.
+        let placement = relocatable.then(|| placement.unwrap_or(&empty));
+        let section_addr = section_addresses(&obj, placement);
+        let layout = Layout::of(&obj, &section_addr, relocatable);
+        let debug_map = debug.map(map_file).transpose()?.map(Rc::new);
+        let debug_obj = match (debug, &debug_map) {
+            (Some(d), Some(m)) => Some(parse(m, d)?),
+            _ => None,
+        };
+        let symbols = symbols_of(&obj, &section_addr, debug_obj.as_ref(), placement);
+        let dwarf_obj = debug_obj.as_ref().unwrap_or(&obj);
+        let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
+        let dwarf_addr = section_addresses(dwarf_obj, placement);
+        let (dwarf, source_roots) = match dwarf::load(
+            dwarf_obj,
+            debug_map.as_ref().unwrap_or(&map),
+            relocatable.then_some(&dwarf_addr),
+        ) {
+            Ok(Some((context, roots))) => (Some(context), roots),
+            Ok(None) => (None, Vec::new()),
+            Err(e) => return Err(bad_elf(debug.unwrap_or(path), format!("DWARF: {e}"))),
+        };
+        Ok(Self {
+            debug_map,
+            placement: placement.cloned(),
+            cfi: std::cell::OnceCell::new(),
+            path: path.to_path_buf(),
+            debug_path: debug.map(Path::to_path_buf),
+            build_id: obj.build_id().ok().flatten().map(hex),
+            arch: arch_of(&obj),
+            has_lines: has_lines && dwarf.is_some(),
+            has_symbols: !symbols.is_empty(),
+            relocatable,
+            source_roots,
+            symbols,
+            dwarf,
+            layout,
+            map: map.clone(),
+        })
+    }
+
+    /// Its call frame information: `.eh_frame` (with `.eh_frame_hdr`), else `.debug_frame`,
+    /// of the file or else of its split debug file; a `.ko`'s `.debug_frame` relocated to
+    /// where its sections were placed. `None` when it has none.
+    pub fn cfi(&self) -> Option<Rc<Cfi>> {
+        self.cfi
+            .get_or_init(|| {
+                let of = |map: &[u8]| {
+                    let obj = object::File::parse(map).ok()?;
+                    let placement = self
+                        .relocatable
+                        .then(|| self.placement.clone().unwrap_or_default());
+                    let addrs = section_addresses(&obj, placement.as_ref());
+                    cfi_of(&obj, &addrs, self.relocatable)
+                };
+                of(&self.map[..])
+                    .or_else(|| self.debug_map.as_ref().and_then(|m| of(&m[..])))
+                    .map(Rc::new)
+            })
+            .clone()
+    }
+
+    /// Address of a symbol by name (first match), e.g. `_text` for the KASLR offset.
+    pub fn symbol_address(&self, name: &str) -> Option<u64> {
+        self.symbols.address_of(name)
+    }
+
+    /// Converts a file offset (from MMAP2 `pgoff`) to an address in this file.
+    pub fn offset_to_address(&self, offset: u64) -> Option<u64> {
+        self.layout.offset_to_address(offset)
+    }
+
+    /// Whether `addr` falls into one of the placed sections.
+    pub fn contains_placed(&self, addr: u64) -> bool {
+        self.layout.contains_placed(addr)
+    }
+
+    /// The function symbol containing `addr`: `(name, start, size)`.
+    pub fn symbol_at(&self, addr: u64) -> Option<(&str, u64, u64)> {
+        self.symbols.at(addr)
+    }
+
+    /// Start and size of each function symbol, by address.
+    pub fn symbol_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.symbols.ranges()
+    }
+
+    /// Source position of one address, without inline expansion.
+    pub fn location(&self, addr: u64) -> Option<(String, u32)> {
+        let ctx = self.dwarf_at(addr)?;
+        let loc = ctx.find_location(addr).ok()??;
+        Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// The DWARF context for a lookup of `addr`: none for `u64::MAX`, where addr2line 0.25
+    /// overflows computing `addr + 1` (a panic in a build with overflow checks; a hostile
+    /// capture can make a sample land there).
+    fn dwarf_at(&self, addr: u64) -> Option<&addr2line::Context<Reader>> {
+        self.dwarf.as_ref().filter(|_| addr != u64::MAX)
+    }
+
+    /// Every line-table row in `[start, end)`: `(address, file, line)`, sorted by address.
+    pub fn lines_in(&self, start: u64, end: u64) -> Vec<(u64, String, u32)> {
+        let Some(ctx) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Ok(iter) = ctx.find_location_range(start, end) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u64, String, u32)> = iter
+            .filter_map(|(addr, _len, loc)| Some((addr, loc.file?.to_string(), loc.line?)))
+            .collect();
+        out.sort_by_key(|r| r.0);
+        out
+    }
+
+    /// Code bytes at `[start, end)`, when an executable section covers them.
+    pub fn code(&self, start: u64, end: u64) -> Option<&[u8]> {
+        self.map.get(self.layout.code_range(start, end)?)
+    }
+
+    /// Frames of `addr`, innermost inlined call first, the symbol's own function last.
+    pub fn frames(&self, addr: u64) -> Vec<RawFrame> {
+        let sym = self.symbol_at(addr);
+        let mut out = Vec::new();
+        if let Some(ctx) = self.dwarf_at(addr) {
+            if let Ok(mut iter) = ctx.find_frames(addr).skip_all_loads() {
+                while let Ok(Some(f)) = iter.next() {
+                    let name = f
+                        .function
+                        .as_ref()
+                        .and_then(|n| n.raw_name().ok().map(|n| demangle(n.as_ref())));
+                    let (file, line) = match &f.location {
+                        Some(l) => (l.file.map(str::to_string), l.line),
+                        None => (None, None),
+                    };
+                    out.push(RawFrame {
+                        name,
+                        func_start: None,
+                        func_size: None,
+                        file,
+                        line,
+                        inlined: true,
+                    });
+                }
+            }
+        }
+        if out.is_empty() {
+            let (file, line) = match self.location(addr) {
+                Some((f, l)) => (Some(f), Some(l)),
+                None => (None, None),
+            };
+            out.push(RawFrame {
+                name: None,
+                func_start: None,
+                func_size: None,
+                file,
+                line,
+                inlined: false,
+            });
+        }
+        let last = out.last_mut().expect("one frame");
+        last.inlined = false;
+        if let Some((name, start, size)) = sym {
+            // The symbol table names the function as perf does (`foo.isra.0`, and among
+            // aliases perf's pick); DWARF names the inlined ones. Exception: the aliases that
+            // module_init()/module_exit() create are replaced by the name in the source.
+            let dwarf_alias = last.name.take().filter(|d| {
+                MODULE_ENTRY_ALIASES.contains(&name) && self.symbols.is_alias(start, d)
+            });
+            last.name = Some(dwarf_alias.unwrap_or_else(|| demangle(name)));
+            last.func_start = Some(start);
+            last.func_size = Some(size);
+        }
+        out
+    }
+}
+
+/// The CFI of `obj`; a relocatable file's `.debug_frame` gets its relocations applied
+/// against the placed sections first.
+fn cfi_of(obj: &object::File<'_>, section_addr: &SectionAddrs, relocatable: bool) -> Option<Cfi> {
+    let debug_frame = if relocatable {
+        obj.section_by_name(".debug_frame").and_then(|sec| {
+            let data = sec.uncompressed_data().ok()?.into_owned();
+            Some(relocate(obj, &sec, data, section_addr))
+        })
+    } else {
+        None
+    };
+    let mut sections = crate::unwind::sections_of(obj, debug_frame);
+    if relocatable {
+        // An unrelocated `.eh_frame` would describe addresses near 0.
+        sections.eh_frame = None;
+        sections.eh_frame_hdr = None;
+    }
+    Cfi::new(sections)
+}
+
+/// The ELF of `path`, mapped at `map`.
+fn parse<'a>(map: &'a memmap2::Mmap, path: &Path) -> Result<object::File<'a>> {
+    object::File::parse(&map[..]).map_err(|e| bad_elf(path, e.to_string()))
+}
+
+fn bad_elf(path: &Path, why: String) -> Error {
+    Error::BadElf {
+        path: path.to_path_buf(),
+        why,
+    }
+}
+
+fn arch_of(obj: &object::File<'_>) -> Arch {
+    match obj.architecture() {
+        object::Architecture::X86_64 => Arch::X86_64,
+        object::Architecture::Aarch64 => Arch::Aarch64,
+        _ => Arch::Other,
+    }
+}
+
+/// The function symbols of `obj`: its own, or its split debug file's `debug_obj` when it is
+/// stripped, and its PLT entries.
+fn symbols_of(
+    obj: &object::File<'_>,
+    section_addr: &SectionAddrs,
+    debug_obj: Option<&object::File<'_>>,
+    placement: Option<&Placement>,
+) -> SymbolTable {
+    let mut symbols = collect_symbols(obj, section_addr);
+    if let Some(debug_obj) = debug_obj {
+        // A stripped file keeps only .dynsym, a handful of exported names; the split
+        // debug file's .symtab has them all, as perf also prefers it.
+        if !has_symtab(obj) || symbols.is_empty() {
+            let full = collect_symbols(debug_obj, &section_addresses(debug_obj, placement));
+            if !full.is_empty() {
+                symbols = full;
+            }
+        }
+    }
+    if obj.kind() != object::ObjectKind::Relocatable {
+        symbols.extend(plt::plt_symbols(obj));
+    }
+    SymbolTable::new(symbols)
+}
