@@ -4,7 +4,7 @@
 //! servers failed and which build-ids no server had.
 
 use kprof_debuginfod::{Artifact, Client, Config, FetchError, OwnedArtifact, Progress, Request};
-use kprof_symbols::provider::{FileKind, Provided, SymbolProvider, Wanted};
+use kprof_symbols::provider::{FileKind, Provided, SymbolProvider, Unavailable, Wanted};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,6 +94,55 @@ impl Debuginfod {
             .get(&(id.to_owned(), kind))
             .cloned()
     }
+
+    fn lookup_file(&self, build_id: &str, kind: FileKind) -> Result<Provided, String> {
+        let outcome = match self.known(build_id, kind) {
+            Some(o) => o,
+            None => {
+                let o = match self.client.cached(build_id, artifact(kind)) {
+                    Some(path) => Outcome::Got(Provided {
+                        origin: "debuginfod cache".into(),
+                        path,
+                    }),
+                    None if self.offline => {
+                        return Err("not in the debuginfod cache (--offline)".into())
+                    }
+                    None => {
+                        let r = self.client.fetch(build_id, artifact(kind));
+                        self.outcome("", r)
+                    }
+                };
+                self.remember(build_id, kind, o)
+            }
+        };
+        match outcome {
+            Outcome::Got(p) => Ok(p),
+            Outcome::NoServerHad { .. } => Err(format!(
+                "no debuginfod server had it ({})",
+                self.client.urls().join(" ")
+            )),
+            Outcome::Failed(why) => Err(why),
+        }
+    }
+
+    fn lookup_source(&self, build_id: &str, path: &str) -> Result<String, String> {
+        let artifact = Artifact::Source(path);
+        let file = match self.client.cached(build_id, artifact) {
+            Some(p) => p,
+            None if self.offline => return Err("not in the debuginfod cache (--offline)".into()),
+            None => match self.client.fetch(build_id, Artifact::Source(path)) {
+                Ok(f) => f.path,
+                Err(FetchError::NotFound { .. }) => {
+                    return Err(format!(
+                        "no debuginfod server had it ({})",
+                        self.client.urls().join(" ")
+                    ))
+                }
+                Err(e) => return Err(format!("debuginfod: {e}")),
+            },
+        };
+        std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))
+    }
 }
 
 impl SymbolProvider for Debuginfod {
@@ -140,53 +189,12 @@ impl SymbolProvider for Debuginfod {
         }
     }
 
-    fn file(&self, build_id: &str, kind: FileKind) -> Result<Provided, String> {
-        let outcome = match self.known(build_id, kind) {
-            Some(o) => o,
-            None => {
-                let o = match self.client.cached(build_id, artifact(kind)) {
-                    Some(path) => Outcome::Got(Provided {
-                        origin: "debuginfod cache".into(),
-                        path,
-                    }),
-                    None if self.offline => {
-                        return Err("not in the debuginfod cache (--offline)".into())
-                    }
-                    None => {
-                        let r = self.client.fetch(build_id, artifact(kind));
-                        self.outcome("", r)
-                    }
-                };
-                self.remember(build_id, kind, o)
-            }
-        };
-        match outcome {
-            Outcome::Got(p) => Ok(p),
-            Outcome::NoServerHad { .. } => Err(format!(
-                "no debuginfod server had it ({})",
-                self.client.urls().join(" ")
-            )),
-            Outcome::Failed(why) => Err(why),
-        }
+    fn file(&self, build_id: &str, kind: FileKind) -> Result<Provided, Unavailable> {
+        self.lookup_file(build_id, kind).map_err(Unavailable)
     }
 
-    fn source(&self, build_id: &str, path: &str) -> Result<String, String> {
-        let artifact = Artifact::Source(path);
-        let file = match self.client.cached(build_id, artifact) {
-            Some(p) => p,
-            None if self.offline => return Err("not in the debuginfod cache (--offline)".into()),
-            None => match self.client.fetch(build_id, Artifact::Source(path)) {
-                Ok(f) => f.path,
-                Err(FetchError::NotFound { .. }) => {
-                    return Err(format!(
-                        "no debuginfod server had it ({})",
-                        self.client.urls().join(" ")
-                    ))
-                }
-                Err(e) => return Err(format!("debuginfod: {e}")),
-            },
-        };
-        std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))
+    fn source(&self, build_id: &str, path: &str) -> Result<String, Unavailable> {
+        self.lookup_source(build_id, path).map_err(Unavailable)
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -3,6 +3,7 @@
 
 use crate::elf::SymbolFile;
 use crate::profile::Profile;
+use crate::provider::Unavailable;
 use crate::views::{self_frame, Filter};
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 /// the symbol providers (debuginfod's `/source/`) for a file that is not on this host.
 pub trait SourceReader {
     /// The text of source file `path` of the image with `build_id`; the error says why not.
-    fn read_source(&self, build_id: Option<&str>, path: &str) -> Result<String, String>;
+    fn read_source(&self, build_id: Option<&str>, path: &str) -> Result<String, Unavailable>;
 }
 
 /// Reads sources from this host's disk only.
@@ -18,8 +19,8 @@ pub trait SourceReader {
 pub struct DiskSources;
 
 impl SourceReader for DiskSources {
-    fn read_source(&self, _build_id: Option<&str>, path: &str) -> Result<String, String> {
-        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    fn read_source(&self, _build_id: Option<&str>, path: &str) -> Result<String, Unavailable> {
+        std::fs::read_to_string(path).map_err(|e| Unavailable(e.to_string()))
     }
 }
 

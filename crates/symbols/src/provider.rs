@@ -39,6 +39,19 @@ pub struct Provided {
     pub origin: String,
 }
 
+/// Why a provider has no file for a request; said in the image's warning (or the annotation's)
+/// as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
 /// A place symbol files and sources come from besides this host's disks.
 ///
 /// Called from the symbolizer's thread; a provider that downloads does its own parallelism in
@@ -50,11 +63,11 @@ pub trait SymbolProvider: Debug + Send + Sync {
     fn prefetch(&self, wanted: &[Wanted]);
 
     /// The file of `kind` with GNU build-id `build_id`; the error says why there is none.
-    fn file(&self, build_id: &str, kind: FileKind) -> Result<Provided, String>;
+    fn file(&self, build_id: &str, kind: FileKind) -> Result<Provided, Unavailable>;
 
     /// The text of source file `path` (absolute, as DWARF names it) of the image with
     /// `build_id`.
-    fn source(&self, build_id: &str, path: &str) -> Result<String, String>;
+    fn source(&self, build_id: &str, path: &str) -> Result<String, Unavailable>;
 
     /// What went wrong on the provider's side during the run (a server that failed, the
     /// build-ids no server had), said once in the report's warnings.

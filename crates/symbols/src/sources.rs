@@ -7,7 +7,7 @@
 
 use crate::elf::map_file;
 use crate::index::BuildIdIndex;
-use crate::provider::{FileKind, Provided, SymbolProvider, Wanted};
+use crate::provider::{FileKind, Provided, SymbolProvider, Unavailable, Wanted};
 use kprof_capture::build_id::hex;
 use kprof_capture::manifest::check_build_id;
 use object::{Object, ObjectSection};
@@ -123,7 +123,7 @@ impl Sources {
         for p in &self.providers {
             match provided(p.as_ref(), id) {
                 Ok(found) => return found,
-                Err(why) => provider_reasons.push(why),
+                Err(why) => provider_reasons.push(why.0),
             }
         }
         if let Some(mismatch) = self.mismatch(id, names, recorded_path) {
@@ -269,7 +269,7 @@ impl Sources {
 
     /// Source file `path` of the image with `build_id` from the providers, when it is not
     /// on this host's disk.
-    pub fn provided_source(&self, build_id: &str, path: &str) -> Result<String, String> {
+    pub fn provided_source(&self, build_id: &str, path: &str) -> Result<String, Unavailable> {
         let mut why = Vec::new();
         for p in &self.providers {
             match p.source(build_id, path) {
@@ -277,7 +277,12 @@ impl Sources {
                 Err(e) => why.push(e),
             }
         }
-        Err(why.join("; "))
+        Err(Unavailable(
+            why.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ))
     }
 
     /// Every file with GNU build-id `id` here: in the index, perf's cache, and the recorded
@@ -347,28 +352,28 @@ impl Sources {
 }
 
 /// The facts of a provider's file, when its build-id is `id`; the refusal names both ids.
-fn checked(got: &Provided, id: &str) -> Result<FileFacts, String> {
+fn checked(got: &Provided, id: &str) -> Result<FileFacts, Unavailable> {
     let Some(f) = facts(&got.path) else {
-        return Err(format!(
+        return Err(Unavailable(format!(
             "{}: {} is not a readable ELF file",
             got.origin,
             got.path.display()
-        ));
+        )));
     };
     match f.build_id.as_deref() {
         Some(found) if found == id => Ok(f),
-        found => Err(format!(
+        found => Err(Unavailable(format!(
             "{} served build-id {} for {id}; refused",
             got.origin,
             found.unwrap_or("(none)")
-        )),
+        ))),
     }
 }
 
 /// A provider's debuginfo for `id`, checked by build-id; with the provider's executable
 /// as the main file when the debuginfo is a split file without code (disassembly and
 /// `.eh_frame` live there).
-fn provided(p: &dyn SymbolProvider, id: &str) -> Result<Lookup, String> {
+fn provided(p: &dyn SymbolProvider, id: &str) -> Result<Lookup, Unavailable> {
     let got = match p.file(id, FileKind::Debuginfo) {
         Ok(got) => got,
         // No DWARF anywhere (a distribution binary, a stripped build): the executable still

@@ -4,7 +4,7 @@
 //! against a real server in kprofctl's tests).
 
 use kprof_symbols::index::BuildIdIndex;
-use kprof_symbols::provider::{FileKind, Provided, SymbolProvider, Wanted};
+use kprof_symbols::provider::{FileKind, Provided, SymbolProvider, Unavailable, Wanted};
 use kprof_symbols::sources::{Lookup, Sources};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ impl SymbolProvider for MapProvider {
     fn prefetch(&self, wanted: &[Wanted]) {
         self.prefetched.lock().unwrap().extend_from_slice(wanted);
     }
-    fn file(&self, build_id: &str, kind: FileKind) -> Result<Provided, String> {
+    fn file(&self, build_id: &str, kind: FileKind) -> Result<Provided, Unavailable> {
         self.asked.lock().unwrap().push((build_id.to_owned(), kind));
         self.files
             .get(&(build_id.to_owned(), kind))
@@ -34,10 +34,10 @@ impl SymbolProvider for MapProvider {
                 path: p.clone(),
                 origin: "map: test".into(),
             })
-            .ok_or_else(|| "not in the map".into())
+            .ok_or_else(|| Unavailable("not in the map".into()))
     }
-    fn source(&self, _build_id: &str, _path: &str) -> Result<String, String> {
-        Err("no sources".into())
+    fn source(&self, _build_id: &str, _path: &str) -> Result<String, Unavailable> {
+        Err(Unavailable("no sources".into()))
     }
     fn warnings(&self) -> Vec<String> {
         Vec::new()

@@ -141,7 +141,11 @@ pub fn symbolize(capture: &Path, symbol_paths: &[PathBuf]) -> Result<Profile> {
 
 impl crate::annotate::SourceReader for Symbolizer {
     /// This host's disk, then the symbol providers.
-    fn read_source(&self, build_id: Option<&str>, path: &str) -> Result<String, String> {
+    fn read_source(
+        &self,
+        build_id: Option<&str>,
+        path: &str,
+    ) -> Result<String, crate::provider::Unavailable> {
         let disk = match std::fs::read_to_string(path) {
             Ok(text) => return Ok(text),
             Err(e) => e.to_string(),
@@ -150,8 +154,8 @@ impl crate::annotate::SourceReader for Symbolizer {
             Some(id) if !self.sources.providers.is_empty() => self
                 .sources
                 .provided_source(id, path)
-                .map_err(|why| format!("{disk}; {why}")),
-            _ => Err(disk),
+                .map_err(|why| crate::provider::Unavailable(format!("{disk}; {why}"))),
+            _ => Err(crate::provider::Unavailable(disk)),
         }
     }
 }
