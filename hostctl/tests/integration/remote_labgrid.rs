@@ -6,7 +6,7 @@
 use crate::remote_support::{agent_binary, board, free_port, Client, Sshd};
 use kprof_test_support::outcome;
 use std::io::{BufRead as _, BufReader};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -222,9 +222,13 @@ fn log(dir: &tempfile::TempDir, name: &str) -> String {
 
 /// An exporter config with the sshd as `board/NetworkService`.
 fn network_service(sshd: &Sshd) -> String {
+    network_service_at(sshd.port)
+}
+
+/// An exporter config with 127.0.0.1:`port` as `board/NetworkService`.
+fn network_service_at(port: u16) -> String {
     format!(
-        "board:\n  NetworkService:\n    address: 127.0.0.1\n    port: {}\n    username: root\n",
-        sshd.port
+        "board:\n  NetworkService:\n    address: 127.0.0.1\n    port: {port}\n    username: root\n"
     )
 }
 
@@ -341,6 +345,54 @@ fn run_labgrid_ctrl_c_releases_place() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     assert!(err.contains("stopping the capture"), "{err}");
+    assert!(err.contains("released place kx86"), "{err}");
+    assert_eq!(lab.holder("kx86"), None);
+}
+
+/// Ctrl-C while kprofctl waits for the board (a port that accepts and never speaks ssh): the
+/// place is released before kprofctl exits with 130.
+#[test]
+fn run_labgrid_ctrl_c_before_capture_releases_place() {
+    let client = Client::new();
+    let Some(mut lab) = Lab::start() else {
+        return;
+    };
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    lab.export(
+        "exp1",
+        &network_service_at(port),
+        false,
+        "board/NetworkService",
+    );
+    lab.place("kx86", "exp1/board/NetworkService");
+    let mut child = lab
+        .kprofctl(&client, &["run", "lg:kx86"])
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    silent.set_nonblocking(true).unwrap();
+    // Kept open (and silent) so that kprofctl waits in the ssh handshake.
+    let mut conn = None;
+    let connected = wait_until(
+        || {
+            if let Ok((c, _)) = silent.accept() {
+                conn = Some(c);
+            }
+            conn.is_some()
+        },
+        &mut child,
+    );
+    assert!(connected, "kprofctl never connected to the board");
+    assert_eq!(lab.holder("kx86").map(|h| h.ends_with(USER)), Some(true));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
     assert!(err.contains("released place kx86"), "{err}");
     assert_eq!(lab.holder("kx86"), None);
 }
