@@ -34,12 +34,16 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// labgrid-client's messages on one line (it prints an error and hints on several).
+    /// labgrid-client's messages on one line (it prints an error and hints on several),
+    /// without its `labgrid-client: ` prefix: kprofctl's message names it.
     pub fn message(&self) -> String {
         let text: Vec<&str> = self
             .stderr
             .lines()
-            .map(str::trim)
+            .map(|l| {
+                let l = l.trim();
+                l.strip_prefix("labgrid-client: ").unwrap_or(l)
+            })
             .filter(|l| !l.is_empty())
             .collect();
         if text.is_empty() {
