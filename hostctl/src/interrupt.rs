@@ -5,7 +5,7 @@
 //! Every exit on Ctrl-C has status 130, as a shell reports a process ended by SIGINT.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 
 /// The exit status after Ctrl-C (128 + SIGINT).
 pub const EXIT_STATUS: i32 = 130;
@@ -17,6 +17,8 @@ const STOP: u8 = 2;
 static MODE: AtomicU8 = AtomicU8::new(EXIT);
 static PRESSES: AtomicUsize = AtomicUsize::new(0);
 static INSTALL: Once = Once::new();
+/// Run before an exit on Ctrl-C: what kprofctl must undo elsewhere (a labgrid place it booked).
+static BEFORE_EXIT: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 fn install() {
     INSTALL.call_once(|| {
@@ -27,11 +29,25 @@ fn install() {
                 STOP if presses < 2 => {}
                 _ => {
                     eprintln!("\nkprofctl: interrupted");
+                    let hooks = BEFORE_EXIT.lock().map(|h| h.clone()).unwrap_or_default();
+                    for hook in hooks {
+                        hook();
+                    }
                     std::process::exit(EXIT_STATUS);
                 }
             }
         });
     });
+}
+
+/// Runs `hook` before an exit on Ctrl-C (register it once), and catches Ctrl-C from now on,
+/// which exits by default.
+pub fn before_exit(hook: fn()) {
+    install();
+    BEFORE_EXIT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(hook);
 }
 
 /// Ctrl-C presses since the last change of mode.

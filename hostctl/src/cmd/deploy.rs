@@ -1,7 +1,8 @@
 //! `kprofctl deploy`: check that the agent binary suits the board, upload and install it.
 
 use crate::progress::{self, Counting};
-use crate::remote::{board, elf, guard, shell::quote, transfer, Remote, SshArgs, Target};
+use crate::remote::labgrid::{self, LabgridArgs};
+use crate::remote::{board, elf, guard, shell::quote, transfer, Remote, SshArgs};
 use crate::state::State;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Arguments of `kprofctl deploy`.
 #[derive(Debug, clap::Args)]
 pub struct DeployArgs {
-    /// The board: [user@]host[:port] or an ~/.ssh/config alias.
+    /// The board: [user@]host[:port], an ~/.ssh/config alias or lg:PLACE (labgrid).
     // The text is clap's help, where brackets mean optional parts, not links.
     #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(value_name = "TARGET")]
@@ -25,10 +26,12 @@ pub struct DeployArgs {
     pub install_path: String,
     #[command(flatten)]
     pub ssh: SshArgs,
+    #[command(flatten)]
+    pub lab: LabgridArgs,
 }
 
 pub fn run(args: DeployArgs) -> anyhow::Result<()> {
-    let target = Target::resolve(&args.target)?;
+    let (target, _place) = labgrid::resolve(&args.target, &args.lab)?;
     let remote = Remote::connect(&target, &args.ssh)?;
     let installed = deploy(&remote, args.agent.as_deref(), &args.install_path)?;
     let mut state = State::load()?;

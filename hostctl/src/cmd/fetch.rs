@@ -3,7 +3,8 @@
 
 use crate::cmd::symbol_args::SymbolArgs;
 use crate::remote::board::{self, RemoteCapture};
-use crate::remote::{transfer, Remote, SshArgs, Target};
+use crate::remote::labgrid::{self, LabgridArgs};
+use crate::remote::{transfer, Remote, SshArgs};
 use crate::state::State;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,8 @@ pub const DEFAULT_DIR: &str = "kprof-captures";
 pub struct FetchArgs {
     /// `[TARGET] [ID...]`: the board (default: the one last used here, from .kprof/state.toml)
     /// and the captures to get (default: every one not downloaded yet). The first word is the
-    /// target when it has a `@`, is a board used here before, or no board was used yet.
+    /// target when it has a `@`, is `lg:PLACE`, is a board used here before, or no board was
+    /// used yet.
     #[arg(value_name = "TARGET|ID")]
     pub args: Vec<String>,
     /// Local directory for the captures.
@@ -31,13 +33,15 @@ pub struct FetchArgs {
     #[command(flatten)]
     pub ssh: SshArgs,
     #[command(flatten)]
+    pub lab: LabgridArgs,
+    #[command(flatten)]
     pub symbols: SymbolArgs,
 }
 
 pub fn run(args: FetchArgs) -> anyhow::Result<()> {
     let state = State::load()?;
     let (spec, ids) = split_target(&args.args, &state)?;
-    let target = Target::resolve(&spec)?;
+    let (target, _place) = labgrid::resolve(&spec, &args.lab)?;
     let remote = Remote::connect(&target, &args.ssh)?;
 
     let mut dirs = vec![board::CAPTURE_DIR.to_owned()];
@@ -173,7 +177,10 @@ fn local_path(dest: &Path, cap: &RemoteCapture) -> PathBuf {
 /// Tells the target from capture ids in `fetch [TARGET] [ID...]`.
 fn split_target(args: &[String], state: &State) -> anyhow::Result<(String, Vec<String>)> {
     let first_is_target = args.first().is_some_and(|a| {
-        a.contains('@') || state.targets.contains_key(a) || state.last_target.is_none()
+        a.contains('@')
+            || a.starts_with(labgrid::PREFIX)
+            || state.targets.contains_key(a)
+            || state.last_target.is_none()
     });
     if first_is_target {
         return Ok((args[0].clone(), args[1..].to_vec()));

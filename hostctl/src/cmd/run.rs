@@ -6,6 +6,7 @@ use crate::cmd::record_options::{CallGraph, CpuList, Frequency, Period, Pid, Sec
 use crate::cmd::symbol_args::SymbolArgs;
 use crate::remote::detached::{self, Ended, RunDir};
 use crate::remote::kernel_match;
+use crate::remote::labgrid::{self, LabgridArgs};
 use crate::remote::{board, Remote, SshArgs, Target};
 use crate::state::State;
 use kprof_capture::info::BoardInfo;
@@ -13,7 +14,7 @@ use kprof_capture::info::BoardInfo;
 /// Arguments of `kprofctl run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The board: [user@]host[:port] or an ~/.ssh/config alias.
+    /// The board: [user@]host[:port], an ~/.ssh/config alias or lg:PLACE (labgrid).
     // The text is clap's help, where brackets mean optional parts, not links.
     #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(value_name = "TARGET")]
@@ -81,6 +82,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub ssh: SshArgs,
     #[command(flatten)]
+    pub lab: LabgridArgs,
+    #[command(flatten)]
     pub symbols: SymbolArgs,
     /// The workload to run on the board and profile while it runs: `-- CMD ARGS...`. Every
     /// argument reaches the board unchanged (quotes, `;`, `$(...)` included).
@@ -145,7 +148,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
              (usage: kprofctl run TARGET [options] -- CMD ARGS...)"
         );
     }
-    let target = Target::resolve(&args.target)?;
+    let (target, _place) = labgrid::resolve(&args.target, &args.lab)?;
     let remote = Remote::connect(&target, &args.ssh)?;
     let mut state = State::load()?;
     let remembered = state
@@ -221,6 +224,7 @@ fn captured(
             no_report: false,
             capture_dir: Vec::new(),
             ssh: args.ssh.clone(),
+            lab: args.lab.clone(),
             symbols: args.symbols.clone(),
         };
         super::fetch::fetch_paths(remote, &fetch, std::slice::from_ref(&capture))?;

@@ -7,6 +7,7 @@ pub mod elf;
 pub mod guard;
 pub mod kernel_match;
 mod known_hosts;
+pub mod labgrid;
 mod session;
 pub mod shell;
 mod ssh_config;

@@ -17,6 +17,8 @@ pub struct Sshd {
 
 impl Sshd {
     /// Starts sshd with `extra` config lines. Root logs in with the keys in `authorized_keys`.
+    /// sshd takes a keyword's first value: `extra` can set `LogLevel` (`sshd.log`), not the
+    /// other lines above it.
     pub fn start(extra: &str) -> Sshd {
         Sshd::start_with_host_key("ed25519", extra)
     }
@@ -46,7 +48,7 @@ impl Sshd {
                     "Port {port}\nListenAddress 127.0.0.1\nHostKey {key}\nPidFile {pid}\n\
                      AuthorizedKeysFile {auth}\nStrictModes no\nPermitRootLogin yes\n\
                      PasswordAuthentication yes\nKbdInteractiveAuthentication no\nUsePAM no\n\
-                     PubkeyAuthentication yes\nMaxAuthTries 10\nLogLevel ERROR\n{extra}\n",
+                     PubkeyAuthentication yes\nMaxAuthTries 10\n{extra}\nLogLevel ERROR\n",
                     key = key.display(),
                     pid = dir.path().join("sshd.pid").display(),
                     auth = dir.path().join("authorized_keys").display(),

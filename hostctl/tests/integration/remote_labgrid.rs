@@ -1,0 +1,603 @@
+//! `lg:PLACE` targets against a real labgrid (PyPI's, pinned in ci/pip-packages.txt): a
+//! `labgrid-coordinator` and `labgrid-exporter`s on 127.0.0.1 export the local sshd (the
+//! "board") as a place's `NetworkService`. Skipped with a message only when labgrid is not
+//! installed and `CI` is unset.
+
+use crate::remote_support::{agent_binary, board, free_port, Client, Sshd};
+use kprof_test_support::outcome;
+use std::io::{BufRead as _, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The labgrid user kprofctl and the test's own labgrid-client act as, unless told otherwise.
+const USER: &str = "kprof-test";
+
+/// The message `fetch TARGET nope` gives once logged in.
+const LOGGED_IN: &str = "no capture `nope`";
+
+/// A labgrid coordinator and its exporters; killed on drop.
+struct Lab {
+    dir: tempfile::TempDir,
+    coordinator: String,
+    bin: PathBuf,
+    children: Vec<Child>,
+}
+
+/// labgrid's `tool` on PATH.
+fn on_path(tool: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// The directory of labgrid's commands; `None` (said on stderr) when labgrid is missing outside
+/// CI.
+fn labgrid_bin() -> Option<PathBuf> {
+    let Some(coordinator) = on_path("labgrid-coordinator") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "labgrid is not installed (labgrid-coordinator not on PATH): ci/setup installs \
+             it from ci/pip-packages.txt"
+        );
+        eprintln!("skipped: labgrid is not installed (python3 -m pip install labgrid)");
+        return None;
+    };
+    Some(coordinator.parent().unwrap().to_path_buf())
+}
+
+impl Lab {
+    /// Starts a coordinator on a free port; `None` (said on stderr) when labgrid is missing
+    /// outside CI.
+    fn start() -> Option<Lab> {
+        let bin = labgrid_bin()?;
+        let coordinator = bin.join("labgrid-coordinator");
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..5 {
+            let port = free_port();
+            let address = format!("127.0.0.1:{port}");
+            // The coordinator keeps places.yaml in its working directory.
+            let mut child = Command::new(&coordinator)
+                .args(["-l", &address])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.path().join("coordinator.log")).unwrap())
+                .spawn()
+                .expect("start labgrid-coordinator");
+            if wait_until(
+                || TcpStream::connect(("127.0.0.1", port)).is_ok(),
+                &mut child,
+            ) {
+                return Some(Lab {
+                    dir,
+                    coordinator: address,
+                    bin,
+                    children: vec![child],
+                });
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!(
+            "labgrid-coordinator did not start: {}",
+            log(&dir, "coordinator.log")
+        );
+    }
+
+    /// Starts exporter `name` with `yaml` (`--isolated` if asked) and waits until the
+    /// coordinator lists `first_resource` (`GROUP/CLASS`).
+    fn export(&mut self, name: &str, yaml: &str, isolated: bool, first_resource: &str) {
+        let config = self.dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&config, yaml).unwrap();
+        let mut cmd = Command::new(self.bin.join("labgrid-exporter"));
+        cmd.args(["-c", &self.coordinator, "--name", name]);
+        if isolated {
+            cmd.arg("--isolated");
+        }
+        let mut child = cmd
+            .arg(&config)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.dir.path().join(format!("{name}.log"))).unwrap())
+            .spawn()
+            .expect("start labgrid-exporter");
+        let wanted = format!("{name}/{first_resource}");
+        let listed = wait_until(
+            || {
+                let out = self.client(USER).arg("resources").output().unwrap();
+                String::from_utf8_lossy(&out.stdout).contains(&wanted)
+            },
+            &mut child,
+        );
+        self.children.push(child);
+        assert!(
+            listed,
+            "exporter {name} did not export {wanted}: {}",
+            log(&self.dir, &format!("{name}.log"))
+        );
+    }
+
+    /// `labgrid-client -x COORDINATOR` as labgrid user `user`.
+    fn client(&self, user: &str) -> Command {
+        let mut cmd = Command::new(self.bin.join("labgrid-client"));
+        cmd.args(["-x", &self.coordinator])
+            .env("LG_USERNAME", user)
+            .env_remove("LG_ENV")
+            .env_remove("LG_PLACE")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `labgrid-client -p PLACE ARGS` as `user`, which must succeed.
+    fn place_cmd(&self, user: &str, place: &str, args: &[&str]) {
+        let out = self
+            .client(user)
+            .args(["-p", place])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "labgrid-client -p {place} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A new place matching `resource` (`EXPORTER/GROUP/CLASS`).
+    fn place(&self, place: &str, resource: &str) {
+        self.place_cmd(USER, place, &["create"]);
+        self.place_cmd(USER, place, &["add-match", resource]);
+    }
+
+    /// `labgrid-client -p PLACE show`.
+    fn show(&self, place: &str) -> String {
+        let out = self
+            .client(USER)
+            .args(["-p", place, "show"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Who holds `place` (`HOST/USER`), per `labgrid-client show`.
+    fn holder(&self, place: &str) -> Option<String> {
+        let text = self.show(place);
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("  acquired: "))
+            .unwrap_or_else(|| panic!("no `acquired:` in show's output: {text}"));
+        (line != "None").then(|| line.to_owned())
+    }
+
+    /// `kprofctl ARGS -x COORDINATOR -i KEY` as labgrid user [`USER`].
+    fn kprofctl(&self, client: &Client, args: &[&str]) -> Command {
+        let mut cmd = client.keyed(args);
+        cmd.args(["-x", &self.coordinator])
+            .env("LG_USERNAME", USER)
+            .env("PATH", path_with(&self.bin));
+        cmd
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Exporters first: a coordinator gone first leaves them retrying.
+        for child in self.children.iter_mut().rev() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// PATH with labgrid's directory first, so kprofctl finds the same labgrid-client.
+fn path_with(bin: &Path) -> std::ffi::OsString {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![bin.to_path_buf()];
+    dirs.extend(std::env::split_paths(&rest));
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// Polls `ready` for up to a minute (python starts slowly on a loaded machine); false when
+/// `child` exited or time ran out.
+fn wait_until(mut ready: impl FnMut() -> bool, child: &mut Child) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if ready() {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+fn log(dir: &tempfile::TempDir, name: &str) -> String {
+    std::fs::read_to_string(dir.path().join(name)).unwrap_or_default()
+}
+
+/// An exporter config with the sshd as `board/NetworkService`.
+fn network_service(sshd: &Sshd) -> String {
+    network_service_at(sshd.port)
+}
+
+/// An exporter config with 127.0.0.1:`port` as `board/NetworkService`.
+fn network_service_at(port: u16) -> String {
+    format!(
+        "board:\n  NetworkService:\n    address: 127.0.0.1\n    port: {port}\n    username: root\n"
+    )
+}
+
+/// A lab with `sshd` exported by `exp1` as place `kx86`; `None` when skipped.
+fn lab_with_board(sshd: &Sshd) -> Option<Lab> {
+    let mut lab = Lab::start()?;
+    lab.export(
+        "exp1",
+        &network_service(sshd),
+        false,
+        "board/NetworkService",
+    );
+    lab.place("kx86", "exp1/board/NetworkService");
+    Some(lab)
+}
+
+/// `deploy lg:kx86` with the agent into the sshd's directory; returns kprofctl's stderr.
+fn deploy(lab: &Lab, client: &Client, sshd: &Sshd) -> String {
+    let dest = sshd.dir.path().join("bin/kprof-agent");
+    let mut deploy = lab.kprofctl(client, &["deploy", "lg:kx86"]);
+    deploy
+        .arg("--agent")
+        .arg(agent_binary())
+        .arg("--install-path")
+        .arg(&dest);
+    let (ok, out, err) = outcome(&mut deploy);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("installed at {}", dest.display())),
+        "{out}"
+    );
+    err
+}
+
+/// The capture directory of the tests' runs (`run -o`).
+fn captures(sshd: &Sshd) -> String {
+    sshd.dir.path().join("captures").display().to_string()
+}
+
+/// `deploy lg:PLACE` installs the agent and `run lg:PLACE -- true` captures on the place's
+/// board, each acquiring the free place and releasing it after; `fetch lg:PLACE` downloads the
+/// capture, remembered under that name.
+#[test]
+fn run_labgrid_free_place_acquired_and_released() {
+    let (sshd, client) = board();
+    let Some(lab) = lab_with_board(&sshd) else {
+        return;
+    };
+    let err = deploy(&lab, &client, &sshd);
+    assert!(err.contains("lg:kx86: place kx86 (acquired)"), "{err}");
+    assert!(err.contains("released place kx86"), "{err}");
+    assert_eq!(lab.holder("kx86"), None);
+
+    let caps = captures(&sshd);
+    let (ok, out, err) = outcome(lab.kprofctl(&client, &["run", "lg:kx86"]).args([
+        "-e",
+        "cpu-clock",
+        "-o",
+        &caps,
+        "--",
+        "true",
+    ]));
+    assert!(ok, "{err}");
+    assert!(out.trim_end().ends_with(".kprof.tar.gz"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "exp1/board/NetworkService/NetworkService: root@127.0.0.1:{}",
+            sshd.port
+        )),
+        "{err}"
+    );
+    assert!(err.contains("released place kx86"), "{err}");
+    assert_eq!(lab.holder("kx86"), None);
+
+    let (ok, _, err) = outcome(&mut lab.kprofctl(
+        &client,
+        &["fetch", "lg:kx86", "--no-report", "--capture-dir", &caps],
+    ));
+    assert!(ok, "{err}");
+    assert!(err.contains("sha256 verified"), "{err}");
+    assert_eq!(lab.holder("kx86"), None);
+}
+
+/// Ctrl-C during a capture on `lg:PLACE` stops it as on any board; the place is released.
+#[test]
+fn run_labgrid_ctrl_c_releases_place() {
+    let (sshd, client) = board();
+    let Some(lab) = lab_with_board(&sshd) else {
+        return;
+    };
+    deploy(&lab, &client, &sshd);
+    let caps = captures(&sshd);
+    let mut child = lab
+        .kprofctl(&client, &["run", "lg:kx86"])
+        .args(["-e", "cpu-clock", "-o", &caps, "--", "sh", "-c"])
+        .arg("echo workload-started; sleep 60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("workload-started") {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+    }
+    assert!(line.contains("workload-started"), "kprofctl ended early");
+    assert_eq!(lab.holder("kx86").map(|h| h.ends_with(USER)), Some(true));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopping the capture"), "{err}");
+    assert!(err.contains("released place kx86"), "{err}");
+    assert_eq!(lab.holder("kx86"), None);
+}
+
+/// Ctrl-C while kprofctl waits for the board (a port that accepts and never speaks ssh): the
+/// place is released before kprofctl exits with 130.
+#[test]
+fn run_labgrid_ctrl_c_before_capture_releases_place() {
+    let client = Client::new();
+    let Some(mut lab) = Lab::start() else {
+        return;
+    };
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    lab.export(
+        "exp1",
+        &network_service_at(port),
+        false,
+        "board/NetworkService",
+    );
+    lab.place("kx86", "exp1/board/NetworkService");
+    let mut child = lab
+        .kprofctl(&client, &["run", "lg:kx86"])
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    silent.set_nonblocking(true).unwrap();
+    // Kept open (and silent) so that kprofctl waits in the ssh handshake.
+    let mut conn = None;
+    let connected = wait_until(
+        || {
+            if let Ok((c, _)) = silent.accept() {
+                conn = Some(c);
+            }
+            conn.is_some()
+        },
+        &mut child,
+    );
+    assert!(connected, "kprofctl never connected to the board");
+    assert_eq!(lab.holder("kx86").map(|h| h.ends_with(USER)), Some(true));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(err.contains("released place kx86"), "{err}");
+    assert_eq!(lab.holder("kx86"), None);
+}
+
+/// A place this user acquired beforehand is used and left acquired.
+#[test]
+fn fetch_labgrid_own_place_left_acquired() {
+    let (sshd, client) = board();
+    let Some(lab) = lab_with_board(&sshd) else {
+        return;
+    };
+    lab.place_cmd(USER, "kx86", &["acquire"]);
+    let held = lab.holder("kx86").unwrap();
+    assert!(held.ends_with(&format!("/{USER}")), "{held}");
+    let (ok, _, err) = outcome(&mut lab.kprofctl(
+        &client,
+        &[
+            "fetch",
+            "lg:kx86",
+            "nope",
+            "--no-report",
+            "--capture-dir",
+            "/nonexistent",
+        ],
+    ));
+    assert!(!ok);
+    assert!(err.contains(LOGGED_IN), "{err}");
+    assert!(
+        err.contains("place kx86 (already acquired by you)"),
+        "{err}"
+    );
+    assert!(!err.contains("released"), "{err}");
+    assert_eq!(lab.holder("kx86"), Some(held));
+}
+
+/// A place another labgrid user holds: an error naming the place and its holder, exit
+/// non-zero, no login on the board's sshd; once they release it the same command logs in.
+#[test]
+fn run_labgrid_other_users_place_refused() {
+    let sshd = Sshd::start("LogLevel VERBOSE");
+    let client = Client::new();
+    sshd.authorize(&client.pubkey());
+    client.trust(&sshd, sshd.port);
+    let Some(lab) = lab_with_board(&sshd) else {
+        return;
+    };
+    lab.place_cmd("kprof-other", "kx86", &["acquire"]);
+    let holder = lab.holder("kx86").unwrap();
+    assert!(holder.ends_with("/kprof-other"), "{holder}");
+    let (ok, out, err) = outcome(
+        lab.kprofctl(&client, &["run", "lg:kx86"])
+            .args(["--", "true"]),
+    );
+    assert!(!ok);
+    assert_eq!(out, "");
+    assert!(
+        err.contains(&format!("lg:kx86: place kx86 is acquired by {holder}")),
+        "{err}"
+    );
+    assert!(err.contains("nothing was run"), "{err}");
+    let sshd_log = || std::fs::read_to_string(sshd.dir.path().join("sshd.log")).unwrap();
+    assert!(!sshd_log().contains("Accepted"), "{}", sshd_log());
+    assert_eq!(lab.holder("kx86"), Some(holder));
+
+    lab.place_cmd("kprof-other", "kx86", &["release"]);
+    let (_, _, err) = outcome(&mut lab.kprofctl(
+        &client,
+        &[
+            "fetch",
+            "lg:kx86",
+            "nope",
+            "--no-report",
+            "--capture-dir",
+            "/nonexistent",
+        ],
+    ));
+    assert!(err.contains(LOGGED_IN), "{err}");
+    assert!(
+        sshd_log().contains("Accepted publickey for root"),
+        "{}",
+        sshd_log()
+    );
+    assert_eq!(lab.holder("kx86"), None);
+}
+
+/// A place whose only resource is a serial port: an error saying it has no NetworkService;
+/// the place is released.
+#[test]
+fn run_labgrid_no_network_service_refused() {
+    let client = Client::new();
+    let Some(mut lab) = Lab::start() else {
+        return;
+    };
+    let yaml = "console:\n  SerialPort:\n    port: /dev/ttyS0\n";
+    lab.export("exp1", yaml, false, "console/SerialPort");
+    lab.place("kserial", "exp1/console/SerialPort");
+    let (ok, _, err) = outcome(
+        lab.kprofctl(&client, &["run", "lg:kserial"])
+            .args(["--", "true"]),
+    );
+    assert!(!ok);
+    assert!(err.contains("place kserial has no NetworkService"), "{err}");
+    assert!(err.contains("exp1/console/SerialPort/SerialPort"), "{err}");
+    assert!(err.contains("released place kserial"), "{err}");
+    assert_eq!(lab.holder("kserial"), None);
+}
+
+/// A board behind an isolated exporter: an error naming the exporter host it must be reached
+/// through; the place is released and nothing logs in.
+#[test]
+fn run_labgrid_isolated_exporter_needs_jump_host() {
+    let (sshd, client) = board();
+    let Some(mut lab) = Lab::start() else {
+        return;
+    };
+    lab.export(
+        "exp2",
+        &network_service(&sshd),
+        true,
+        "board/NetworkService",
+    );
+    lab.place("kiso", "exp2/board/NetworkService");
+    // The exporter publishes its host's FQDN as the proxy.
+    let show = lab.show("kiso");
+    let proxy = show
+        .split_once("'proxy': '")
+        .and_then(|(_, rest)| rest.split_once('\''))
+        .unwrap_or_else(|| panic!("no proxy in {show}"))
+        .0
+        .to_owned();
+    let (ok, _, err) = outcome(
+        lab.kprofctl(&client, &["run", "lg:kiso"])
+            .args(["--", "true"]),
+    );
+    assert!(!ok);
+    assert!(err.contains("isolated exporter"), "{err}");
+    assert!(
+        err.contains(&format!("exporter host `{proxy}` as a jump host")),
+        "{err}"
+    );
+    assert!(err.contains("released place kiso"), "{err}");
+    assert_eq!(lab.holder("kiso"), None);
+}
+
+/// Without labgrid-client an lg: target says how to install it or where to point kprofctl.
+#[test]
+fn run_labgrid_client_missing_says_install() {
+    let client = Client::new();
+    let (ok, _, err) = outcome(
+        client
+            .keyed(&["run", "lg:kx86"])
+            .args(["--", "true"])
+            .env("PATH", "/nonexistent")
+            .env_remove("KPROF_LABGRID_CLIENT"),
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("lg:kx86: labgrid-client is not on PATH"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pip install labgrid") && err.contains("KPROF_LABGRID_CLIENT"),
+        "{err}"
+    );
+    let (ok, _, err) = outcome(
+        client
+            .keyed(&["run", "lg:kx86"])
+            .args(["--", "true"])
+            .env("KPROF_LABGRID_CLIENT", "/nonexistent/labgrid-client"),
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("$KPROF_LABGRID_CLIENT is /nonexistent/labgrid-client"),
+        "{err}"
+    );
+}
+
+/// A coordinator that does not answer: an error naming it and where it came from; nothing
+/// else is tried.
+#[test]
+fn run_labgrid_coordinator_down_named() {
+    let Some(bin) = labgrid_bin() else {
+        return;
+    };
+    let client = Client::new();
+    let down = format!("127.0.0.1:{}", free_port());
+    let (ok, _, err) = outcome(
+        client
+            .keyed(&["run", "lg:kx86", "-x", &down])
+            .args(["--", "true"])
+            .env("PATH", path_with(&bin)),
+    );
+    assert!(!ok);
+    assert!(err.contains(&format!("coordinator {down} (-x)")), "{err}");
+    assert!(err.contains("Could not connect to coordinator"), "{err}");
+    let (ok, _, err) = outcome(
+        client
+            .keyed(&["run", "lg:kx86"])
+            .args(["--", "true"])
+            .env("LG_COORDINATOR", &down)
+            .env("PATH", path_with(&bin)),
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("coordinator {down} ($LG_COORDINATOR)")),
+        "{err}"
+    );
+}
