@@ -1,7 +1,7 @@
 //! `kprofctl deploy`: check that the agent binary suits the board, upload and install it.
 
 use crate::progress::{self, Counting};
-use crate::remote::{board, elf, guard, shell::quote, transfer, Remote, SshArgs, Target};
+use crate::remote::{board, elf, guard, shell::quote, transfer, Remote, SshArgs};
 use crate::state::State;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ pub struct DeployArgs {
 }
 
 pub fn run(args: DeployArgs) -> anyhow::Result<()> {
-    let target = Target::resolve(&args.target)?;
+    let target = args.ssh.resolve(&args.target)?;
     let remote = Remote::connect(&target, &args.ssh)?;
     let installed = deploy(&remote, args.agent.as_deref(), &args.install_path)?;
     let mut state = State::load()?;

@@ -3,7 +3,7 @@
 
 use crate::cmd::symbol_args::SymbolArgs;
 use crate::remote::board::{self, RemoteCapture};
-use crate::remote::{transfer, Remote, SshArgs, Target};
+use crate::remote::{transfer, Remote, SshArgs};
 use crate::state::State;
 use std::path::{Path, PathBuf};
 
@@ -37,7 +37,7 @@ pub struct FetchArgs {
 pub fn run(args: FetchArgs) -> anyhow::Result<()> {
     let state = State::load()?;
     let (spec, ids) = split_target(&args.args, &state)?;
-    let target = Target::resolve(&spec)?;
+    let target = args.ssh.resolve(&spec)?;
     let remote = Remote::connect(&target, &args.ssh)?;
 
     let mut dirs = vec![board::CAPTURE_DIR.to_owned()];

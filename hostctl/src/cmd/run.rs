@@ -145,7 +145,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
              (usage: kprofctl run TARGET [options] -- CMD ARGS...)"
         );
     }
-    let target = Target::resolve(&args.target)?;
+    let target = args.ssh.resolve(&args.target)?;
     let remote = Remote::connect(&target, &args.ssh)?;
     let mut state = State::load()?;
     let remembered = state
