@@ -306,7 +306,7 @@ fn run_link_cut_capture_completes_fetch_gets_it() {
 }
 
 /// A random "capture" file on the board, for the transfer tests.
-fn big_capture(sshd: &Sshd, size: usize) -> (String, Vec<u8>) {
+pub(crate) fn big_capture(sshd: &Sshd, size: usize) -> (String, Vec<u8>) {
     let dir = sshd.dir.path().join("captures");
     std::fs::create_dir_all(&dir).unwrap();
     let mut data = vec![0u8; size];

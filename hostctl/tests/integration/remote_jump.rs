@@ -3,8 +3,8 @@
 //! connection went through it (sshd logs every `direct-tcpip` forwarding with its target).
 
 use crate::remote_day::{
-    archived_manifest, assert_archive, capture_dir, deploy_cmd, fetch_from, install_path,
-    run_script, spawn_watched, wait_for,
+    archived_manifest, assert_archive, big_capture, capture_dir, deploy_cmd, fetch_from,
+    install_path, run_script, spawn_watched, wait_for,
 };
 use crate::remote_support::{agent_binary, board, Client, Sshd};
 use kprof_test_support::outcome;
@@ -412,4 +412,81 @@ fn connect_jump_forwarding_refused_names_hop() {
     );
     assert!(err.contains("AllowTcpForwarding"), "{err}");
     assert!(!err.contains(LOGGED_IN), "{err}");
+}
+
+/// A download cut on the link to the jump host keeps its part; the next `fetch` through the
+/// jump host resumes from there and verifies the whole file.
+#[test]
+fn fetch_jump_cut_download_resumes() {
+    let (board, jump, client) = lab();
+    let (caps, data) = big_capture(&board, 8 << 20);
+    let proxy = CuttingProxy::start(jump.port, Some(3 << 20));
+    let via = format!("root@127.0.0.1:{}", proxy.port);
+    let (ok, _, err) = outcome(&mut fetch_from(
+        &client,
+        &board.target(),
+        &["-J", &via, "--accept-new-host-key"],
+        &caps,
+    ));
+    assert!(!ok);
+    assert!(
+        err.contains("download of") && err.contains("again to resume"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let dir = client.work.path().join("kprof-captures");
+    let cut_at = std::fs::metadata(dir.join("big.kprof.tar.gz.part"))
+        .unwrap()
+        .len();
+    assert!(cut_at > 0 && cut_at < data.len() as u64, "{cut_at}");
+
+    let j = jump.target();
+    let (ok, _, err) = outcome(&mut fetch_from(
+        &client,
+        &board.target(),
+        &["-J", &j],
+        &caps,
+    ));
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!("resuming big at {cut_at} of {} bytes", data.len())),
+        "{err}"
+    );
+    assert!(std::fs::read(dir.join("big.kprof.tar.gz")).unwrap() == data);
+}
+
+/// Ctrl-C during a capture through a jump host stops the agent on the board and keeps the
+/// capture, as on a direct link.
+#[test]
+fn run_jump_ctrl_c_stops_capture_keeps_it() {
+    let (board, jump, client) = lab();
+    let j = jump.target();
+    let (ok, _, err) = outcome(&mut deploy_cmd(
+        &client,
+        &["deploy", &board.target(), "-J", &j],
+        &agent_binary(),
+        &install_path(&board),
+    ));
+    assert!(ok, "{err}");
+    let (child, rx) = spawn_watched(&mut run_script(
+        &client,
+        &["run", &board.target(), "-J", &j],
+        &capture_dir(&board),
+        "echo workload-started; sleep 60",
+    ));
+    let mut seen = Vec::new();
+    wait_for(&rx, "workload-started", &mut seen);
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    seen.extend(rx.try_iter());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopping the capture"), "{err}");
+    let capture = seen.last().cloned().unwrap_or_default();
+    assert!(capture.ends_with(".kprof.tar.gz"), "{seen:?}\n{err}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&archived_manifest(Path::new(&capture))).unwrap();
+    assert_eq!(manifest["stop_reason"], "signal", "{manifest}");
+    assert!(forwarded_to(&jump, board.port), "{}", jump.log());
 }
