@@ -31,7 +31,7 @@ pub struct DeployArgs {
 }
 
 pub fn run(args: DeployArgs) -> anyhow::Result<()> {
-    let (target, _place) = labgrid::resolve(&args.target, &args.lab)?;
+    let (target, _place) = labgrid::resolve(&args.target, &args.lab, &args.ssh)?;
     let remote = Remote::connect(&target, &args.ssh)?;
     let installed = deploy(&remote, args.agent.as_deref(), &args.install_path)?;
     let mut state = State::load()?;

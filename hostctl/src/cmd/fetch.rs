@@ -41,7 +41,7 @@ pub struct FetchArgs {
 pub fn run(args: FetchArgs) -> anyhow::Result<()> {
     let state = State::load()?;
     let (spec, ids) = split_target(&args.args, &state)?;
-    let (target, _place) = labgrid::resolve(&spec, &args.lab)?;
+    let (target, _place) = labgrid::resolve(&spec, &args.lab, &args.ssh)?;
     let remote = Remote::connect(&target, &args.ssh)?;
 
     let mut dirs = vec![board::CAPTURE_DIR.to_owned()];

@@ -148,7 +148,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
              (usage: kprofctl run TARGET [options] -- CMD ARGS...)"
         );
     }
-    let (target, _place) = labgrid::resolve(&args.target, &args.lab)?;
+    let (target, _place) = labgrid::resolve(&args.target, &args.lab, &args.ssh)?;
     let remote = Remote::connect(&target, &args.ssh)?;
     let mut state = State::load()?;
     let remembered = state

@@ -9,6 +9,7 @@ mod pylit;
 mod service;
 mod show;
 
+use super::session::SshArgs;
 use super::target::Target;
 use anyhow::Context as _;
 pub use booking::Booking;
@@ -28,12 +29,17 @@ pub struct LabgridArgs {
     pub coordinator: Option<String>,
 }
 
-/// Resolves a target as [`Target::resolve`] does, and `lg:PLACE` through labgrid. Keep the
+/// Resolves a target as [`SshArgs::resolve`] does (`-J`, `ProxyJump`), and `lg:PLACE` through
+/// labgrid (an isolated exporter's host becomes the last jump host). Keep the
 /// [`Booking`] until the board is no longer needed: dropping it releases a place kprofctl
 /// acquired.
-pub fn resolve(spec: &str, args: &LabgridArgs) -> anyhow::Result<(Target, Option<Booking>)> {
+pub fn resolve(
+    spec: &str,
+    args: &LabgridArgs,
+    ssh: &SshArgs,
+) -> anyhow::Result<(Target, Option<Booking>)> {
     let Some(pattern) = spec.strip_prefix(PREFIX) else {
-        return Ok((Target::resolve(spec)?, None));
+        return Ok((ssh.resolve(spec)?, None));
     };
     if pattern.is_empty() || pattern.chars().any(|c| c.is_whitespace() || c.is_control()) {
         anyhow::bail!("bad target `{spec}`: expected lg:PLACE with a labgrid place name");
@@ -45,17 +51,18 @@ pub fn resolve(spec: &str, args: &LabgridArgs) -> anyhow::Result<(Target, Option
         b.rename(&info.name);
     }
     let service = NetworkService::of(spec, &info)?;
-    let target = service.target(spec)?;
+    let mut target = service.target(spec)?;
     if let Some(proxy) = &service.proxy {
-        // Once Target has jump hosts, this is `target.jump = vec![Target::resolve(proxy)?]`.
-        anyhow::bail!(
-            "{spec}: place {} is exported by an isolated exporter: its board ({}:{}) is reached \
-             only through the exporter host `{proxy}` as a jump host, which kprofctl does not \
-             do for lg: places yet; nothing was run on the board",
-            info.name,
-            service.address,
-            service.port
-        );
+        // An isolated exporter: the board is reached through the exporter host, itself
+        // reached as `-J`/`~/.ssh/config` say (its own ProxyJump hops first).
+        let mut hop = ssh.resolve(proxy)?;
+        let mut hops = std::mem::take(&mut hop.jump);
+        hops.push(hop);
+        target.jump = hops;
+    } else if ssh.jump.is_some() {
+        target.jump = ssh
+            .resolve(&format!("{}@{}:{}", target.user, target.host, target.port))?
+            .jump;
     }
     crate::term::note(format_args!(
         "{spec}: place {} ({}), {}: {target}",

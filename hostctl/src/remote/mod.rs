@@ -13,6 +13,7 @@ pub mod shell;
 mod ssh_config;
 mod target;
 pub mod transfer;
+mod tunnel;
 
 pub use session::{Remote, SshArgs};
 pub use target::Target;

@@ -3,10 +3,13 @@
 use super::auth;
 use super::known_hosts::{HostKey, HostKeyCheck, KnownHosts};
 use super::target::Target;
+use super::tunnel::{self, Tunnel};
 use anyhow::Context as _;
 use ssh2::{MethodType, Session};
 use std::io::Read as _;
 use std::net::{TcpStream, ToSocketAddrs as _};
+use std::os::fd::{AsRawFd as _, RawFd};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,6 +24,21 @@ pub struct SshArgs {
     /// differs from the listed one is refused regardless.
     #[arg(long)]
     pub accept_new_host_key: bool,
+    /// Reach the board through these jump hosts, in order, as `ssh -J` does
+    /// (`[user@]host[:port][,...]`, each resolved through ~/.ssh/config; `none` for a direct
+    /// connection). Overrides the config's ProxyJump. Host keys are checked on every hop.
+    #[arg(short = 'J', long = "jump", value_name = "HOSTS")]
+    pub jump: Option<String>,
+}
+
+impl SshArgs {
+    /// The board `spec` names, reached through `-J` if given, else the config's ProxyJump.
+    pub fn resolve(&self, spec: &str) -> anyhow::Result<Target> {
+        match self.jump.as_deref() {
+            None => Target::resolve(spec),
+            jump => Target::resolve_jump(spec, jump),
+        }
+    }
 }
 
 /// Seconds a blocking ssh operation may wait for the board before the link counts as dead.
@@ -30,6 +48,8 @@ pub(crate) const IO_TIMEOUT_MS: u32 = 60_000;
 pub struct Remote {
     sess: Session,
     pub target: Target,
+    /// The jump hosts' pumps the session runs over; they end when `sess` closes its socket.
+    _tunnels: Vec<Tunnel>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -59,32 +79,36 @@ impl Output {
 }
 
 impl Remote {
-    /// Connects, checks the host key against `~/.ssh/known_hosts` and logs in.
+    /// Connects (through `target.jump`'s hosts in order, if any), checks each host key
+    /// against `~/.ssh/known_hosts` and logs in. A hop's failure names the hop.
     pub fn connect(target: &Target, args: &SshArgs) -> anyhow::Result<Remote> {
-        let tcp = tcp_connect(target)?;
-        let mut sess = Session::new().with_context(|| format!("{target}: cannot start ssh"))?;
-        sess.set_tcp_stream(tcp);
-        sess.set_timeout(IO_TIMEOUT_MS);
         let home = super::ssh_config::home_dir()
             .ok_or_else(|| anyhow::anyhow!("$HOME is not set: cannot find ~/.ssh/known_hosts"))?;
         let known_hosts = KnownHosts::for_home(&home);
-        let name = target.known_hosts_name();
-        let asked = prefer_known_key_types(&sess, &known_hosts.known_types(&name)?);
-        sess.handshake()
-            .with_context(|| format!("{target}: ssh handshake failed"))?;
-        verify_host_key(
-            &sess,
-            target,
-            &known_hosts,
-            &asked,
-            args.accept_new_host_key,
-        )?;
-        auth::authenticate(&sess, target, &args.identity)?;
+        let mut tunnels = Vec::new();
+        let mut via: Option<UnixStream> = None;
+        let hops = target.jump.len();
+        for (i, hop) in target.jump.iter().enumerate() {
+            let next = target.jump.get(i + 1).unwrap_or(target);
+            let (tunnel, end) = login(hop, via.take(), &known_hosts, args)
+                .and_then(|(sess, fd)| tunnel::open(sess, fd, hop, next))
+                .map_err(|e| {
+                    e.context(format!(
+                        "{target}: jump host {} of {hops} (`{}`) failed",
+                        i + 1,
+                        hop.spec
+                    ))
+                })?;
+            tunnels.push(tunnel);
+            via = Some(end);
+        }
+        let (sess, _) = login(target, via, &known_hosts, args)?;
         // Keeps NAT and the board's idle timers from dropping a quiet capture.
         sess.set_keepalive(false, 15);
         Ok(Remote {
             sess,
             target: target.clone(),
+            _tunnels: tunnels,
         })
     }
 
@@ -215,6 +239,38 @@ pub fn link_error(target: &Target, doing: &str, err: ssh2::Error) -> anyhow::Err
 /// [`link_error`] for the `std::io` errors channel reads and writes give.
 pub fn io_link_error(target: &Target, doing: &str, err: &std::io::Error) -> anyhow::Error {
     anyhow::anyhow!("{target}: {doing}: {err}")
+}
+
+/// An ssh session to `target`, over `via` (a jump's socket) or a new TCP connection: host key
+/// checked, logged in. Returns the session and the descriptor it runs on.
+fn login(
+    target: &Target,
+    via: Option<UnixStream>,
+    known_hosts: &KnownHosts,
+    args: &SshArgs,
+) -> anyhow::Result<(Session, RawFd)> {
+    let mut sess = Session::new().with_context(|| format!("{target}: cannot start ssh"))?;
+    let fd = match via {
+        Some(sock) => {
+            let fd = sock.as_raw_fd();
+            sess.set_tcp_stream(sock);
+            fd
+        }
+        None => {
+            let tcp = tcp_connect(target)?;
+            let fd = tcp.as_raw_fd();
+            sess.set_tcp_stream(tcp);
+            fd
+        }
+    };
+    sess.set_timeout(IO_TIMEOUT_MS);
+    let name = target.known_hosts_name();
+    let asked = prefer_known_key_types(&sess, &known_hosts.known_types(&name)?);
+    sess.handshake()
+        .with_context(|| format!("{target}: ssh handshake failed"))?;
+    verify_host_key(&sess, target, known_hosts, &asked, args.accept_new_host_key)?;
+    auth::authenticate(&sess, target, &args.identity)?;
+    Ok((sess, fd))
 }
 
 fn tcp_connect(target: &Target) -> anyhow::Result<TcpStream> {

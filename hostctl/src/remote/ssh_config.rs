@@ -1,5 +1,5 @@
 //! The part of `~/.ssh/config` that says how to reach a board: `Host` blocks with `HostName`,
-//! `User`, `Port` and `IdentityFile`, plus `Include`.
+//! `User`, `Port`, `IdentityFile` and `ProxyJump`, plus `Include`.
 //!
 //! OpenSSH semantics: the first value obtained for a keyword wins, `IdentityFile` accumulates,
 //! `Host` patterns take `*`, `?` and `!negation`. `Match` blocks are not evaluated (their
@@ -16,6 +16,8 @@ pub struct HostConfig {
     pub port: Option<u16>,
     /// Raw `IdentityFile` values in config order (still with `~` and `%` tokens).
     pub identity_files: Vec<String>,
+    /// Raw `ProxyJump` value: `[user@]host[:port][,...]` or `none`.
+    pub proxy_jump: Option<String>,
 }
 
 /// Reads `path` (and its `Include`s) and returns what applies to `alias`. A missing file gives
@@ -111,6 +113,7 @@ fn apply_text(
                 cfg.port = Some(port);
             }
             "identityfile" => cfg.identity_files.push(first),
+            "proxyjump" if cfg.proxy_jump.is_none() => cfg.proxy_jump = Some(first),
             "include" if depth < 8 => {
                 for pattern in &args {
                     for path in expand_include(pattern, origin) {
@@ -325,8 +328,11 @@ Host imx8*
     IdentityFile \"/keys/with space\"
 Match exec \"false\"
     User nobody
+Host imx8-old
+    ProxyJump none
 Host *
     User fallback
+    ProxyJump gw,lab
     Port 22
     IdentityFile ~/.ssh/id_ed25519
 ";
@@ -351,6 +357,7 @@ Host *
         assert_eq!(cfg.hostname.as_deref(), Some("imx8.lab"));
         assert_eq!(cfg.user.as_deref(), Some("fallback"));
         assert_eq!(cfg.port, Some(22));
+        assert_eq!(cfg.proxy_jump.as_deref(), Some("none"));
         assert_eq!(
             cfg.identity_files,
             vec!["/keys/with space", "~/.ssh/id_ed25519"]
@@ -363,6 +370,7 @@ Host *
         let cfg = lookup_str(CONFIG, Path::new("cfg"), "other").unwrap();
         assert_eq!(cfg.hostname, None);
         assert_eq!(cfg.user.as_deref(), Some("fallback"));
+        assert_eq!(cfg.proxy_jump.as_deref(), Some("gw,lab"));
     }
 
     /// A bad Port is an error naming the file and line.

@@ -1,4 +1,5 @@
-//! A board named on the command line: `[user@]host[:port]` or an `~/.ssh/config` alias.
+//! A board named on the command line: `[user@]host[:port]` or an `~/.ssh/config` alias, and
+//! the jump hosts (`-J`, `ProxyJump`) it is reached through.
 
 use super::ssh_config::{self, HostConfig};
 use std::fmt;
@@ -16,19 +17,34 @@ pub struct Target {
     pub port: u16,
     /// `IdentityFile`s from the config, expanded, in order.
     pub identity_files: Vec<PathBuf>,
+    /// Jump hosts in the order they are traversed (first is connected to directly); empty for
+    /// a direct connection. The hops themselves have no `jump` of their own: a chain is flat.
+    pub jump: Vec<Target>,
 }
 
+/// Most hops one chain may have, counting those a first hop's own `ProxyJump` adds: a config
+/// whose `ProxyJump`s refer to each other would otherwise never end.
+const MAX_HOPS: usize = 8;
+
 impl Target {
-    /// Parses `spec` and applies `~/.ssh/config` (`$HOME/.ssh/config`) to its host part.
+    /// Parses `spec` and applies `~/.ssh/config` (`$HOME/.ssh/config`) to its host part,
+    /// including its `ProxyJump`.
     pub fn resolve(spec: &str) -> anyhow::Result<Target> {
-        let config = match ssh_config::home_dir() {
-            Some(home) => ssh_config::lookup_file(&home.join(".ssh/config"), host_of(spec)?)?,
-            None => HostConfig::default(),
-        };
-        Self::resolve_with(spec, &config)
+        Self::resolve_jump(spec, None)
     }
 
-    /// [`Target::resolve`] with the config already looked up.
+    /// [`Target::resolve`], reached through `jump` (`-J [user@]host[:port][,...]` or `none`)
+    /// instead of the config's `ProxyJump` when given. Every hop is resolved through
+    /// `~/.ssh/config` too.
+    pub fn resolve_jump(spec: &str, jump: Option<&str>) -> anyhow::Result<Target> {
+        let lookup = |alias: &str| match ssh_config::home_dir() {
+            Some(home) => ssh_config::lookup_file(&home.join(".ssh/config"), alias),
+            None => Ok(HostConfig::default()),
+        };
+        resolve_chain(spec, jump, &lookup, 0)
+    }
+
+    /// [`Target::resolve`] with the config already looked up; `ProxyJump` is not followed.
     pub fn resolve_with(spec: &str, config: &HostConfig) -> anyhow::Result<Target> {
         let parsed = parse_spec(spec)?;
         let user = parsed
@@ -51,6 +67,7 @@ impl Target {
             host,
             port,
             identity_files,
+            jump: Vec::new(),
         })
     }
 
@@ -73,6 +90,70 @@ impl fmt::Display for Target {
         };
         write!(f, "{}@{}:{}", self.user, host, self.port)
     }
+}
+
+/// Resolves `spec` with `lookup` giving the config of an alias, and its jump chain: `jump`
+/// when given, else the config's `ProxyJump`. `depth` counts the hops already in the chain.
+fn resolve_chain(
+    spec: &str,
+    jump: Option<&str>,
+    lookup: &dyn Fn(&str) -> anyhow::Result<HostConfig>,
+    depth: usize,
+) -> anyhow::Result<Target> {
+    let config = lookup(host_of(spec)?)?;
+    let mut target = Target::resolve_with(spec, &config)?;
+    let list = jump.or(config.proxy_jump.as_deref());
+    if let Some(list) = list.filter(|l| !l.eq_ignore_ascii_case("none")) {
+        target.jump = resolve_hops(&target, list, lookup, depth)?;
+    }
+    Ok(target)
+}
+
+/// The hops of a `-J`/`ProxyJump` list, flattened. As with OpenSSH (which reaches the last hop
+/// by `ssh -J REST -W`), the first hop's own `ProxyJump` applies and comes before it; the
+/// later hops' own are overridden by the list.
+fn resolve_hops(
+    target: &Target,
+    list: &str,
+    lookup: &dyn Fn(&str) -> anyhow::Result<HostConfig>,
+    depth: usize,
+) -> anyhow::Result<Vec<Target>> {
+    let spec = &target.spec;
+    let names: Vec<&str> = list.split(',').collect();
+    if names.iter().any(|n| n.is_empty()) {
+        anyhow::bail!(
+            "bad jump host list `{list}` for `{spec}`: an empty hop (expected \
+             [user@]host[:port][,...] or none)"
+        );
+    }
+    let mut hops = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if depth + hops.len() >= MAX_HOPS {
+            anyhow::bail!(
+                "`{spec}`: more than {MAX_HOPS} jump hosts (do the ProxyJump lines in \
+                 ~/.ssh/config refer to each other?)"
+            );
+        }
+        let mut hop = if i == 0 {
+            let direct = Target::resolve_with(name, &lookup(host_of(name)?)?)?;
+            if (&direct.user, &direct.host, direct.port)
+                == (&target.user, &target.host, target.port)
+            {
+                // What OpenSSH calls a "jumphost loop": typically a `Host *` ProxyJump that
+                // also matches the jump host itself.
+                anyhow::bail!(
+                    "`{spec}`: jump host loop via `{name}` ({direct}), which would be its own \
+                     jump host; exclude it from a wildcard's ProxyJump (`Host * !{name}`)"
+                );
+            }
+            resolve_chain(name, None, lookup, depth + 1)?
+        } else {
+            Target::resolve_with(name, &lookup(host_of(name)?)?)?
+        };
+        hops.append(&mut hop.jump);
+        hops.push(hop);
+    }
+    Ok(hops)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -199,6 +280,7 @@ mod tests {
             user: Some("root".into()),
             port: Some(2222),
             identity_files: vec!["/k/%h_%p".into()],
+            proxy_jump: Some("gw".into()),
         };
         let t = Target::resolve_with("board", &cfg).unwrap();
         assert_eq!(t.to_string(), "root@10.0.0.7:2222");
@@ -208,5 +290,69 @@ mod tests {
         assert_eq!(t.to_string(), "dev@10.0.0.7:22");
         assert_eq!(t.known_hosts_name(), "10.0.0.7");
         assert_eq!(host_of("dev@board:22").unwrap(), "board");
+        assert!(t.jump.is_empty(), "resolve_with does not follow ProxyJump");
+    }
+
+    /// A config where `board` jumps via `gw,lab`, `gw` itself via `edge`, `lab` via `nowhere`
+    /// (overridden, as OpenSSH does), `edge` and `lan` never, `ping` and `pong` via each
+    /// other, everything else via `loop`, which is therefore its own jump host.
+    fn lab_config(alias: &str) -> anyhow::Result<HostConfig> {
+        let (hostname, user, jump) = match alias {
+            "board" => (Some("10.0.0.7"), Some("root"), Some("gw,lab")),
+            "gw" => (Some("gw.example.org"), Some("me"), Some("edge:2022")),
+            "lab" => (None, Some("lab"), Some("nowhere")),
+            "edge" => (None, Some("ops"), None),
+            "ping" => (None, None, Some("pong")),
+            "pong" => (None, None, Some("ping")),
+            "lan" => (None, None, Some("none")),
+            _ => (None, None, Some("loop")),
+        };
+        Ok(HostConfig {
+            hostname: hostname.map(Into::into),
+            user: user.map(Into::into),
+            port: None,
+            identity_files: Vec::new(),
+            proxy_jump: jump.map(Into::into),
+        })
+    }
+
+    fn chain(t: &Target) -> Vec<String> {
+        t.jump.iter().map(ToString::to_string).collect()
+    }
+
+    /// ProxyJump hops are resolved through the config; the first hop's own ProxyJump comes
+    /// first, later hops' are overridden; `-J` replaces the config's list; `none` turns it off.
+    #[test]
+    fn resolve_jump_config_chain_order_override() {
+        let t = resolve_chain("board", None, &lab_config, 0).unwrap();
+        assert_eq!(t.to_string(), "root@10.0.0.7:22");
+        assert_eq!(
+            chain(&t),
+            ["ops@edge:2022", "me@gw.example.org:22", "lab@lab:22"]
+        );
+        assert!(t.jump.iter().all(|h| h.jump.is_empty()));
+        let t = resolve_chain("board", Some("lab@lan:2200"), &lab_config, 0).unwrap();
+        assert_eq!(chain(&t), ["lab@lan:2200"]);
+        let t = resolve_chain("board", Some("none"), &lab_config, 0).unwrap();
+        assert!(t.jump.is_empty());
+        let t = resolve_chain("lan", None, &lab_config, 0).unwrap();
+        assert!(t.jump.is_empty());
+    }
+
+    /// A host that is its own jump host, a ProxyJump cycle and an empty hop are errors naming
+    /// the host, not a hang.
+    #[test]
+    fn resolve_jump_loop_and_empty_hop_errors() {
+        let err = resolve_chain("x", None, &lab_config, 0).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("`loop`: jump host loop via `loop`"),
+            "{err}"
+        );
+        let err = resolve_chain("ping", None, &lab_config, 0).unwrap_err();
+        assert!(err.to_string().contains("more than 8 jump hosts"), "{err}");
+        let err = resolve_chain("lan", Some("gw,,lab"), &lab_config, 0).unwrap_err();
+        assert!(err.to_string().contains("`gw,,lab`"), "{err}");
+        assert!(err.to_string().contains("empty hop"), "{err}");
     }
 }

@@ -8,6 +8,7 @@
 mod diff_cli;
 mod layers_build;
 mod remote_day;
+mod remote_jump;
 mod remote_labgrid;
 mod remote_ssh;
 mod remote_support;

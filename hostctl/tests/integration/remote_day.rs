@@ -33,12 +33,12 @@ fn deploy_via(sshd: &Sshd, client: &Client, target: &str) -> PathBuf {
 }
 
 /// The per-test path `deploy` installs the agent at.
-fn install_path(sshd: &Sshd) -> PathBuf {
+pub(crate) fn install_path(sshd: &Sshd) -> PathBuf {
     sshd.dir.path().join("bin/kprof-agent")
 }
 
 /// `kprofctl ARGS -i KEY --agent AGENT --install-path DEST`.
-fn deploy_cmd(client: &Client, args: &[&str], agent: &Path, dest: &Path) -> Command {
+pub(crate) fn deploy_cmd(client: &Client, args: &[&str], agent: &Path, dest: &Path) -> Command {
     let mut cmd = client.keyed(args);
     cmd.arg("--agent")
         .arg(agent)
@@ -48,14 +48,14 @@ fn deploy_cmd(client: &Client, args: &[&str], agent: &Path, dest: &Path) -> Comm
 }
 
 /// `kprofctl ARGS -i KEY -e cpu-clock -o CAPS -- sh -c SCRIPT`: a shell workload under `run`.
-fn run_script(client: &Client, args: &[&str], caps: &str, script: &str) -> Command {
+pub(crate) fn run_script(client: &Client, args: &[&str], caps: &str, script: &str) -> Command {
     let mut cmd = client.keyed(args);
     cmd.args(["-e", "cpu-clock", "-o", caps, "--", "sh", "-c", script]);
     cmd
 }
 
 /// `kprofctl fetch TARGET OPTIONS --no-report --capture-dir CAPS -i KEY`.
-fn fetch_from(client: &Client, target: &str, options: &[&str], caps: &str) -> Command {
+pub(crate) fn fetch_from(client: &Client, target: &str, options: &[&str], caps: &str) -> Command {
     let mut args = vec!["fetch", target];
     args.extend_from_slice(options);
     args.extend(["--no-report", "--capture-dir", caps]);
@@ -63,7 +63,7 @@ fn fetch_from(client: &Client, target: &str, options: &[&str], caps: &str) -> Co
 }
 
 /// The capture archive's manifest.json, as `tar` extracts it.
-fn archived_manifest(capture: &Path) -> Vec<u8> {
+pub(crate) fn archived_manifest(capture: &Path) -> Vec<u8> {
     Command::new("tar")
         .arg("xzOf")
         .arg(capture)
@@ -73,12 +73,12 @@ fn archived_manifest(capture: &Path) -> Vec<u8> {
         .stdout
 }
 
-fn capture_dir(sshd: &Sshd) -> String {
+pub(crate) fn capture_dir(sshd: &Sshd) -> String {
     sshd.dir.path().join("captures").display().to_string()
 }
 
 /// Spawns kprofctl with stdout read line by line on a channel.
-fn spawn_watched(cmd: &mut Command) -> (std::process::Child, mpsc::Receiver<String>) {
+pub(crate) fn spawn_watched(cmd: &mut Command) -> (std::process::Child, mpsc::Receiver<String>) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -100,7 +100,7 @@ fn spawn_watched(cmd: &mut Command) -> (std::process::Child, mpsc::Receiver<Stri
 }
 
 /// Waits for a stdout line containing `needle`, keeping every line seen.
-fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) {
+pub(crate) fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
@@ -115,7 +115,7 @@ fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, seen: &mut Vec<String>) {
 }
 
 /// The capture archive lists the agent's files.
-fn assert_archive(path: &Path) {
+pub(crate) fn assert_archive(path: &Path) {
     let out = Command::new("tar").arg("tzf").arg(path).output().unwrap();
     assert!(out.status.success(), "{} is not a tar.gz", path.display());
     let list = String::from_utf8_lossy(&out.stdout);
@@ -306,7 +306,7 @@ fn run_link_cut_capture_completes_fetch_gets_it() {
 }
 
 /// A random "capture" file on the board, for the transfer tests.
-fn big_capture(sshd: &Sshd, size: usize) -> (String, Vec<u8>) {
+pub(crate) fn big_capture(sshd: &Sshd, size: usize) -> (String, Vec<u8>) {
     let dir = sshd.dir.path().join("captures");
     std::fs::create_dir_all(&dir).unwrap();
     let mut data = vec![0u8; size];

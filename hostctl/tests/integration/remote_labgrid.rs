@@ -247,8 +247,13 @@ fn lab_with_board(sshd: &Sshd) -> Option<Lab> {
 
 /// `deploy lg:kx86` with the agent into the sshd's directory; returns kprofctl's stderr.
 fn deploy(lab: &Lab, client: &Client, sshd: &Sshd) -> String {
+    deploy_to(lab, client, sshd, "lg:kx86")
+}
+
+/// `deploy TARGET` of the agent into the board's own directory; its stderr.
+fn deploy_to(lab: &Lab, client: &Client, sshd: &Sshd, target: &str) -> String {
     let dest = sshd.dir.path().join("bin/kprof-agent");
-    let mut deploy = lab.kprofctl(client, &["deploy", "lg:kx86"]);
+    let mut deploy = lab.kprofctl(client, &["deploy", target]);
     deploy
         .arg("--agent")
         .arg(agent_binary())
@@ -500,10 +505,11 @@ fn run_labgrid_no_network_service_refused() {
     assert_eq!(lab.holder("kserial"), None);
 }
 
-/// A board behind an isolated exporter: an error naming the exporter host it must be reached
-/// through; the place is released and nothing logs in.
+/// A board behind an isolated exporter is reached through the exporter host as the jump host
+/// (here a second real sshd, named by the exporter's proxy host name in `~/.ssh/config`):
+/// its log shows the forwarding to the board; the place is released afterwards.
 #[test]
-fn run_labgrid_isolated_exporter_needs_jump_host() {
+fn run_labgrid_isolated_exporter_through_jump_host() {
     let (sshd, client) = board();
     let Some(mut lab) = Lab::start() else {
         return;
@@ -523,18 +529,36 @@ fn run_labgrid_isolated_exporter_needs_jump_host() {
         .unwrap_or_else(|| panic!("no proxy in {show}"))
         .0
         .to_owned();
-    let (ok, _, err) = outcome(
-        lab.kprofctl(&client, &["run", "lg:kiso"])
-            .args(["--", "true"]),
-    );
-    assert!(!ok);
-    assert!(err.contains("isolated exporter"), "{err}");
+    let jump = Sshd::start("AllowTcpForwarding yes\nLogLevel DEBUG1");
+    jump.authorize(&client.pubkey());
+    client.trust(&jump, jump.port);
+    std::fs::write(
+        client.home.path().join(".ssh/config"),
+        format!(
+            "Host {proxy}\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile {}\n",
+            jump.port,
+            client.key.display()
+        ),
+    )
+    .unwrap();
+    deploy_to(&lab, &client, &sshd, "lg:kiso");
+    let caps = captures(&sshd);
+    let (ok, _, err) = outcome(lab.kprofctl(&client, &["run", "lg:kiso"]).args([
+        "-e",
+        "cpu-clock",
+        "-o",
+        &caps,
+        "--",
+        "true",
+    ]));
     assert!(
-        err.contains(&format!("exporter host `{proxy}` as a jump host")),
-        "{err}"
+        jump.log()
+            .contains(&format!("target 127.0.0.1 port {}", sshd.port)),
+        "the exporter host did not forward to the board: {err}"
     );
     assert!(err.contains("released place kiso"), "{err}");
     assert_eq!(lab.holder("kiso"), None);
+    assert!(ok, "{err}");
 }
 
 /// Without labgrid-client an lg: target says how to install it or where to point kprofctl.

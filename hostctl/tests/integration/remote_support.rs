@@ -44,11 +44,14 @@ impl Sshd {
             let config = dir.path().join("sshd_config");
             std::fs::write(
                 &config,
+                // `extra` first: sshd takes the first value of a keyword, so a test's lines
+                // win over these defaults (LogLevel for the jump host tests).
                 format!(
-                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {key}\nPidFile {pid}\n\
-                     AuthorizedKeysFile {auth}\nStrictModes no\nPermitRootLogin yes\n\
-                     PasswordAuthentication yes\nKbdInteractiveAuthentication no\nUsePAM no\n\
-                     PubkeyAuthentication yes\nMaxAuthTries 10\n{extra}\nLogLevel ERROR\n",
+                    "{extra}\nPort {port}\nListenAddress 127.0.0.1\nHostKey {key}\n\
+                     PidFile {pid}\nAuthorizedKeysFile {auth}\nStrictModes no\n\
+                     PermitRootLogin yes\nPasswordAuthentication yes\n\
+                     KbdInteractiveAuthentication no\nUsePAM no\nPubkeyAuthentication yes\n\
+                     MaxAuthTries 10\nLogLevel ERROR\n",
                     key = key.display(),
                     pid = dir.path().join("sshd.pid").display(),
                     auth = dir.path().join("authorized_keys").display(),
@@ -104,6 +107,11 @@ impl Sshd {
             .nth(1)
             .unwrap()
             .to_owned()
+    }
+
+    /// What sshd logged so far (its stderr, at the config's LogLevel).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
     }
 
     /// Authorizes a public key for root.
