@@ -15,6 +15,8 @@ use serde_json::json;
 use crate::diff::{Key, Side};
 use crate::Error;
 
+mod html;
+
 /// One capture's column: its self samples per function and the board it came from.
 #[derive(Debug, Clone)]
 pub struct Column {
@@ -218,7 +220,7 @@ mod tests {
         p
     }
 
-    fn compare() -> Compare {
+    pub(super) fn compare() -> Compare {
         let a = Column::new(Path::new("x86.kprof"), &fixture::profile(), "cpu-clock").unwrap();
         let b = Column::new(Path::new("arm.kprof"), &other_board(), "cpu-clock").unwrap();
         Compare::compute("cpu-clock", vec![a, b])

@@ -18,6 +18,8 @@ pub enum Format {
     Text,
     /// JSON (schema `kprof-compare`, version 1, in docs/formats.md), for CI gates.
     Json,
+    /// One self-contained HTML page (no script, no external resource).
+    Html,
 }
 
 /// Arguments of `kprofctl compare`.
@@ -78,15 +80,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         None => Box::new(io::BufWriter::new(io::stdout().lock())),
     };
     match args.format {
-        Format::Text => {
+        Format::Text | Format::Html => {
             for (i, p) in profiles.iter().enumerate() {
                 for warning in &p.warnings {
                     crate::term::warning(format!("#{}: {warning}", i + 1));
                 }
             }
-            compare
-                .write_text(args.limit, &mut out)
-                .map_err(anyhow::Error::from)
+            if args.format == Format::Html {
+                compare.write_html(args.limit, &mut out)
+            } else {
+                compare.write_text(args.limit, &mut out)
+            }
+            .map_err(anyhow::Error::from)
         }
         Format::Json => {
             let mut value = compare.to_json(args.limit);

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::render_support::chromium::{assert_non_blank_png, chromium};
 use crate::render_support::{capture, kprofctl, kprofctl_ok};
 
 /// Self samples and share per `image:symbol` from `kprofctl report --format json` of one
@@ -157,6 +158,38 @@ fn compare_text_real_captures_columns() {
         text.contains("more functions with smaller shares"),
         "{text}"
     );
+}
+
+/// The HTML page renders in headless Chromium with both boards' columns and the top rows.
+#[test]
+fn compare_html_real_captures_render_in_chromium() {
+    let spin = capture::record(300, 20);
+    let write = capture::record(2, 50000);
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("compare.html");
+    let out = compare(
+        &spin,
+        &write,
+        &[
+            "--format",
+            "html",
+            "--limit",
+            "12",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.is_empty(), "{out}");
+    let png = dir.path().join("compare.png");
+    let dom = chromium(&page, &png, dir.path());
+    assert_non_blank_png(&png);
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let board = format!("{} ({})", hostname.trim(), std::env::consts::ARCH);
+    assert_eq!(dom.matches(&board).count(), 2, "{dom}");
+    assert!(dom.contains("prog:spin"), "{dom}");
+    // The header row and twelve function rows.
+    assert_eq!(dom.matches("<tr>").count(), 1 + 12, "{dom}");
 }
 
 /// A capture that does not exist is named in one error line with a failing exit status.
