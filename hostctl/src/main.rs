@@ -31,6 +31,8 @@ enum Command {
     Symbols(cmd::symbols::SymbolsArgs),
     /// Per-function change between two captures.
     Diff(cmd::diff::DiffArgs),
+    /// The top functions of several captures (boards) side by side.
+    Compare(cmd::compare::CompareArgs),
     /// Upload the agent to a board and install it.
     Deploy(cmd::deploy::DeployArgs),
     /// Run a capture on a board: `kprofctl run TARGET [record options] -- CMD...`.
@@ -47,6 +49,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Symbols(args) => cmd::symbols::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
         Command::Deploy(args) => cmd::deploy::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Fetch(args) => cmd::fetch::run(args),

@@ -14,7 +14,7 @@
 
 pub mod blocked;
 pub mod data;
-mod escape;
+pub(crate) mod escape;
 pub mod model;
 mod pack;
 pub mod source;

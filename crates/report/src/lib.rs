@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod collapsed;
+pub mod compare;
 pub mod diff;
 mod error;
 pub mod escape;

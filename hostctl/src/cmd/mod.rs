@@ -1,6 +1,7 @@
 //! One module per subcommand: its arguments and what it does.
 
 pub mod build;
+pub mod compare;
 pub mod deploy;
 pub mod diff;
 pub mod fetch;

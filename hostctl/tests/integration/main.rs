@@ -5,6 +5,7 @@
 //! The QEMU board tests stay their own binaries (`tests/board_*.rs`): `ci/test` runs each
 //! with `--ignored` once the board is up.
 
+mod compare_cli;
 mod diff_cli;
 mod layers_build;
 mod remote_day;
