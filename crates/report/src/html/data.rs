@@ -44,6 +44,7 @@ pub fn build(
         })).collect::<Vec<_>>(),
         "comms": comms,
         "threads": profile.threads.iter().zip(&thread_comm).map(|(t, &c)| json!([t.pid, t.tid, c])).collect::<Vec<_>>(),
+        "workload_pid": profile.meta.workload_pid,
         "images": profile.images.iter().map(|i| json!([i.name, kind(i)])).collect::<Vec<_>>(),
         "functions": functions_json(profile),
         "nodes": {

@@ -514,10 +514,12 @@
       for (var i = 0; i < d.bin.length; i++) { t.blockedS += d.s[i]; t.blockedD += d.d[i]; }
       blockedAll += t.blockedS + t.blockedD;
     });
-    // Busiest or most blocked first: the larger of a thread's share of the samples and of the
-    // blocked time.
+    // The profiled command's threads first (a system-wide capture's busier neighbours must not
+    // push them out of the shown tracks), then busiest or most blocked first: the larger of a
+    // thread's share of the samples and of the blocked time.
     var share = function (t) { return Math.max(samples ? t.samples / samples : 0, blockedAll && t.blocked ? (t.blockedS + t.blockedD) / blockedAll : 0); };
-    threadTracks.sort(function (a, b) { return share(b) - share(a) || a.thread - b.thread; });
+    var workload = function (t) { var th = D.threads[t.thread]; return D.workload_pid != null && th && th[0] === D.workload_pid ? 1 : 0; };
+    threadTracks.sort(function (a, b) { return workload(b) - workload(a) || share(b) - share(a) || a.thread - b.thread; });
   })();
   var THREAD_H = BLOCKED.length ? 20 : 14, BLOCKED_H = 6, BLOCKED_S = "#8c99a8", BLOCKED_D = "#1f1f1f";
   function ms(ns) { return (ns / 1e6).toFixed(1); }
