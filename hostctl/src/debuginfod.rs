@@ -117,12 +117,17 @@ impl Debuginfod {
         };
         match outcome {
             Outcome::Got(p) => Ok(p),
-            Outcome::NoServerHad { .. } => Err(format!(
-                "no debuginfod server had it ({})",
-                self.client.urls().join(" ")
-            )),
+            Outcome::NoServerHad { .. } => Err(self.no_server_had()),
             Outcome::Failed(why) => Err(why),
         }
+    }
+
+    /// Why a file every server answered 404 for is missing, naming the servers.
+    fn no_server_had(&self) -> String {
+        format!(
+            "no debuginfod server had it ({})",
+            self.client.urls().join(" ")
+        )
     }
 
     fn lookup_source(&self, build_id: &str, path: &str) -> Result<String, String> {
@@ -132,12 +137,7 @@ impl Debuginfod {
             None if self.offline => return Err("not in the debuginfod cache (--offline)".into()),
             None => match self.client.fetch(build_id, Artifact::Source(path)) {
                 Ok(f) => f.path,
-                Err(FetchError::NotFound { .. }) => {
-                    return Err(format!(
-                        "no debuginfod server had it ({})",
-                        self.client.urls().join(" ")
-                    ))
-                }
+                Err(FetchError::NotFound { .. }) => return Err(self.no_server_had()),
                 Err(e) => return Err(format!("debuginfod: {e}")),
             },
         };

@@ -77,14 +77,16 @@ fn top_function(v: &serde_json::Value) -> (String, String) {
     )
 }
 
-fn report_json(urls: &str, cache: &Path, perf_data: &str) -> serde_json::Value {
+/// `report PERF_DATA --format json` with `urls`, which must succeed: the JSON and stderr.
+fn report_json_err(urls: &str, cache: &Path, perf_data: &str) -> (serde_json::Value, String) {
     let out = with_servers(urls, cache, &["report", perf_data, "--format", "json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    (serde_json::from_slice(&out.stdout).unwrap(), err)
+}
+
+fn report_json(urls: &str, cache: &Path, perf_data: &str) -> serde_json::Value {
+    report_json_err(urls, cache, perf_data).0
 }
 
 /// Symbols only on the server: the report names the hot loop with its source line, `symbols`
@@ -219,14 +221,7 @@ fn report_debuginfod_wrong_build_id_refused() {
     let url = format!("http://127.0.0.1:{port}");
     http.wait_listening(port);
     let cache = tempfile::tempdir().unwrap();
-    let out = with_servers(
-        &url,
-        cache.path(),
-        &["report", &m.perf_data(), "--format", "json"],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (v, err) = report_json_err(&url, cache.path(), &m.perf_data());
     assert_eq!(top_function(&v).1, "[unknown]", "the wrong file was used");
     assert!(
         err.lines()
@@ -276,14 +271,7 @@ fn report_debuginfod_executable_only_names_functions() {
     });
     let server = Server::start("-F", &[m.served.path().to_path_buf()]);
     let cache = tempfile::tempdir().unwrap();
-    let out = with_servers(
-        &server.url,
-        cache.path(),
-        &["report", &m.perf_data(), "--format", "json"],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (v, err) = report_json_err(&server.url, cache.path(), &m.perf_data());
     let (image, name) = top_function(&v);
     assert_eq!(image, "hotloop");
     assert!(name.ends_with("_loop"), "top function {name}: {err}");
