@@ -34,10 +34,16 @@ impl Board {
     /// The board `ci/board/up` described in the environment, driven by `kprofctl` (the
     /// test's `env!("CARGO_BIN_EXE_kprofctl")`).
     pub fn from_env(kprofctl: impl Into<PathBuf>) -> Board {
-        let target = env("KPROF_BOARD");
+        Board::from_env_named(kprofctl, "KPROF_BOARD")
+    }
+
+    /// [`Board::from_env`] from the variables `NAME`, `NAME_SYMBOLS`, `NAME_KEY` and
+    /// `NAME_KNOWN_HOSTS`: a second board up at the same time (`KPROF_BOARD_ARM`, say).
+    pub fn from_env_named(kprofctl: impl Into<PathBuf>, name: &str) -> Board {
+        let target = env(name);
         let port = target.rsplit(':').next().unwrap().parse().unwrap();
-        let key = PathBuf::from(env("KPROF_BOARD_KEY"));
-        let known = std::env::var_os("KPROF_BOARD_KNOWN_HOSTS")
+        let key = PathBuf::from(env(&format!("{name}_KEY")));
+        let known = std::env::var_os(format!("{name}_KNOWN_HOSTS"))
             .map(PathBuf::from)
             .unwrap_or_else(|| key.with_file_name("known_hosts"));
         let home = tempfile::tempdir().unwrap();
@@ -55,7 +61,7 @@ impl Board {
         Board {
             target,
             port,
-            symbols: PathBuf::from(env("KPROF_BOARD_SYMBOLS")),
+            symbols: PathBuf::from(env(&format!("{name}_SYMBOLS"))),
             key,
             home,
             work: tempfile::tempdir().unwrap(),
