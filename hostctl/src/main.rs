@@ -35,7 +35,7 @@ enum Command {
     Compare(cmd::compare::CompareArgs),
     /// Upload the agent to a board and install it.
     Deploy(cmd::deploy::DeployArgs),
-    /// Run a capture on a board: `kprofctl run TARGET [record options] -- CMD...`.
+    /// Run a capture on one board or several at once: `kprofctl run TARGET... [record options] -- CMD...`.
     Run(cmd::run::RunArgs),
     /// Download new captures from the board and report them.
     Fetch(cmd::fetch::FetchArgs),

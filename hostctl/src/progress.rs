@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal as _;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 /// What a bar shows besides its label.
 #[derive(Debug, Clone, Copy)]
@@ -47,4 +47,27 @@ pub fn spinner(label: &str) -> ProgressBar {
     spinner.set_prefix(label.to_owned());
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     spinner
+}
+
+/// One line per board, `LABEL: latest message` with a spinner and the time elapsed, drawn
+/// together at the bottom of the terminal; hidden lines and no group when stderr is not a
+/// terminal.
+pub fn board_lines(labels: &[String]) -> (Option<MultiProgress>, Vec<ProgressBar>) {
+    if !std::io::stderr().is_terminal() {
+        return (None, labels.iter().map(|_| ProgressBar::hidden()).collect());
+    }
+    let group = MultiProgress::new();
+    let style = ProgressStyle::with_template("{spinner} [{elapsed}] {prefix}: {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let lines = labels
+        .iter()
+        .map(|label| {
+            let line = group.add(ProgressBar::new_spinner());
+            line.set_style(style.clone());
+            line.set_prefix(label.clone());
+            line.enable_steady_tick(std::time::Duration::from_millis(120));
+            line
+        })
+        .collect();
+    (Some(group), lines)
 }

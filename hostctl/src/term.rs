@@ -1,23 +1,56 @@
 //! Messages on standard error: names from a capture or a board escaped, error chains without
 //! repeats.
 
+use indicatif::MultiProgress;
 use kprof_report::escape;
 use std::fmt::Display;
+use std::sync::Mutex;
+
+/// The progress lines drawn at the bottom of the terminal while several boards capture: every
+/// message goes above them.
+static BARS: Mutex<Option<MultiProgress>> = Mutex::new(None);
+
+/// Messages go above `bars` from now on (`None`: straight to the terminal again).
+pub fn draw_below(bars: Option<MultiProgress>) {
+    *BARS.lock().unwrap_or_else(|e| e.into_inner()) = bars;
+}
+
+/// One line on stdout (`to_stdout`) or stderr, above the progress lines if any are drawn.
+pub fn line(to_stdout: bool, text: &str) {
+    let bars = BARS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let print = || {
+        if to_stdout {
+            println!("{text}");
+        } else {
+            eprintln!("{text}");
+        }
+    };
+    match bars {
+        Some(bars) => bars.suspend(print),
+        None => print(),
+    }
+}
 
 /// `kprofctl: warning: MSG`, control characters escaped (warnings quote thread, symbol and file
 /// names from the capture).
 pub fn warning(msg: impl Display) {
-    eprintln!(
-        "kprofctl: warning: {}",
-        escape::controls_but_newline(&msg.to_string())
+    line(
+        false,
+        &format!(
+            "kprofctl: warning: {}",
+            escape::controls_but_newline(&msg.to_string())
+        ),
     );
 }
 
 /// `kprofctl: MSG`, control characters escaped.
 pub fn note(msg: impl Display) {
-    eprintln!(
-        "kprofctl: {}",
-        escape::controls_but_newline(&msg.to_string())
+    line(
+        false,
+        &format!(
+            "kprofctl: {}",
+            escape::controls_but_newline(&msg.to_string())
+        ),
     );
 }
 

@@ -85,11 +85,15 @@ pub fn run(args: FetchArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    fetch_list(&remote, &args, &wanted)
+    fetch_list(&remote, &args, &wanted).map(drop)
 }
 
-/// `run --fetch`: the captures at these board paths.
-pub fn fetch_paths(remote: &Remote, args: &FetchArgs, paths: &[String]) -> anyhow::Result<()> {
+/// `run --fetch`: the captures at these board paths; where they are here.
+pub fn fetch_paths(
+    remote: &Remote,
+    args: &FetchArgs,
+    paths: &[String],
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut wanted = Vec::new();
     for path in paths {
         let dir = path.rsplit_once('/').map_or(".", |(d, _)| d).to_owned();
@@ -105,7 +109,12 @@ pub fn fetch_paths(remote: &Remote, args: &FetchArgs, paths: &[String]) -> anyho
     fetch_list(remote, args, &wanted)
 }
 
-fn fetch_list(remote: &Remote, args: &FetchArgs, wanted: &[RemoteCapture]) -> anyhow::Result<()> {
+/// Downloads and reports `wanted`; where they are here.
+fn fetch_list(
+    remote: &Remote,
+    args: &FetchArgs,
+    wanted: &[RemoteCapture],
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut failures = Vec::new();
     let mut fetched = Vec::new();
     // Ctrl-C stops the download at its next chunk, keeping the `.part` for the next fetch.
@@ -167,7 +176,7 @@ fn fetch_list(remote: &Remote, args: &FetchArgs, wanted: &[RemoteCapture]) -> an
             failures.join(", ")
         );
     }
-    Ok(())
+    Ok(fetched)
 }
 
 fn local_path(dest: &Path, cap: &RemoteCapture) -> PathBuf {

@@ -1,24 +1,31 @@
 //! `kprofctl run`: preflight the board, start `kprof-agent record` detached from the ssh
 //! session (so a dropped link does not end the capture; `remote::detached` is how), stream
-//! its output, stop it on Ctrl-C, and say where the capture is.
+//! its output, stop it on Ctrl-C, and say where the capture is. Several boards at once:
+//! [`many`].
+
+mod many;
+mod preflight;
 
 use crate::cmd::record_options::{CallGraph, CpuList, Frequency, Period, Pid, Seconds};
 use crate::cmd::symbol_args::SymbolArgs;
 use crate::remote::detached::{self, Ended, RunDir};
-use crate::remote::kernel_match;
-use crate::remote::labgrid::{self, LabgridArgs};
-use crate::remote::{board, Remote, SshArgs, Target};
+use crate::remote::echo::Echo;
+use crate::remote::labgrid::{self, Booking, LabgridArgs};
+use crate::remote::{Remote, SshArgs, Target};
 use crate::state::State;
-use kprof_capture::info::BoardInfo;
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// Arguments of `kprofctl run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The board: [user@]host[:port], an ~/.ssh/config alias or lg:PLACE (labgrid).
+    /// The board: [user@]host[:port], an ~/.ssh/config alias or lg:PLACE (labgrid). Several
+    /// boards run the same capture at once, each line of their output behind the board's name,
+    /// and a summary says which failed.
     // The text is clap's help, where brackets mean optional parts, not links.
     #[allow(rustdoc::broken_intra_doc_links)]
-    #[arg(value_name = "TARGET")]
-    pub target: String,
+    #[arg(value_name = "TARGET", required = true, num_args = 1..)]
+    pub targets: Vec<String>,
     /// Event(s) to sample, as kprof-agent names them (cpu-clock, cycles, r03/period=10000/...).
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
@@ -78,7 +85,7 @@ pub struct RunArgs {
     pub fetch: bool,
     /// Where `--fetch` stores captures.
     #[arg(long, value_name = "DIR", default_value = super::fetch::DEFAULT_DIR)]
-    pub dest: std::path::PathBuf,
+    pub dest: PathBuf,
     #[command(flatten)]
     pub ssh: SshArgs,
     #[command(flatten)]
@@ -145,57 +152,114 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.command.is_empty() && args.duration.is_none() && args.pid.is_none() {
         eprintln!(
             "kprofctl: no command and no --duration: sampling until Ctrl-C \
-             (usage: kprofctl run TARGET [options] -- CMD ARGS...)"
+             (usage: kprofctl run TARGET... [options] -- CMD ARGS...)"
         );
     }
-    let (target, _place) = labgrid::resolve(&args.target, &args.lab, &args.ssh)?;
-    let remote = Remote::connect(&target, &args.ssh)?;
-    let mut state = State::load()?;
-    let remembered = state
-        .targets
-        .get(&target.spec)
-        .and_then(|t| t.agent.clone());
-    let agent = preflight(&remote, remembered.as_deref(), &args)?;
-
-    // Remember the board before starting, so that `fetch` finds it even if the link drops.
-    let entry = state.remember(&target.spec);
-    entry.agent = Some(agent.clone());
-    if let Some(dir) = &args.output_dir {
-        if !entry.capture_dirs.contains(dir) {
-            entry.capture_dirs.push(dir.clone());
-        }
+    if args.targets.len() > 1 {
+        return many::run(&args);
     }
-    state.save()?;
-
     // Counting Ctrl-C from before the start, so that one pressed while the agent starts still
     // stops it (instead of killing kprofctl and leaving the capture running unwatched).
-    detached::count_interrupts();
-    let run = detached::start(&remote, &agent, &args.agent_args())?;
-    let ended = detached::stream(&remote, &run)?;
+    let streamed = capture(&args.targets[0], &args, Echo::Plain, &|| {
+        detached::count_interrupts();
+    })?;
     // The capture is over: Ctrl-C from here on stops the download or ends kprofctl.
     crate::interrupt::exit_on_press();
-    match ended {
-        Ended::Exited {
-            status: status @ (0 | TRUNCATED),
-            last_line,
-        } => captured(&remote, &target, &run, &args, status, &last_line),
-        Ended::Exited { status, .. } => {
-            run.remove(&remote);
-            anyhow::bail!(
-                "{target}: kprof-agent failed (exit status {status}); see its messages above"
-            )
+    streamed.finish(&args)?;
+    Ok(())
+}
+
+/// One board's capture, followed until the agent's end: what [`Streamed::finish`] needs.
+struct Streamed {
+    target: Target,
+    remote: Remote,
+    run: RunDir,
+    ended: Ended,
+    /// The labgrid place, held until the capture is fetched.
+    _place: Option<Booking>,
+}
+
+/// Serializes `.kprof/state.toml`'s read-modify-write between boards capturing at once.
+static STATE: Mutex<()> = Mutex::new(());
+
+/// Connects to `spec`, checks the board, starts the agent (calling `starting` just before)
+/// and follows its output into `echo` until it ends.
+fn capture(
+    spec: &str,
+    args: &RunArgs,
+    echo: Echo,
+    starting: &dyn Fn(),
+) -> anyhow::Result<Streamed> {
+    let (target, place) = labgrid::resolve(spec, &args.lab, &args.ssh)?;
+    let remote = Remote::connect(&target, &args.ssh)?;
+    let remembered = {
+        let _lock = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        State::load()?
+            .targets
+            .get(&target.spec)
+            .and_then(|t| t.agent.clone())
+    };
+    let agent = preflight::preflight(&remote, remembered.as_deref(), args)?;
+
+    // Remember the board before starting, so that `fetch` finds it even if the link drops.
+    {
+        let _lock = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = State::load()?;
+        let entry = state.remember(&target.spec);
+        entry.agent = Some(agent.clone());
+        if let Some(dir) = &args.output_dir {
+            if !entry.capture_dirs.contains(dir) {
+                entry.capture_dirs.push(dir.clone());
+            }
         }
-        Ended::Detached => anyhow::bail!(
-            "{target}: detached; the capture goes on on the board (log in {}): \
-             `kprofctl fetch` gets it once it is done",
-            run.dir
-        ),
-        Ended::LinkLost(why) => anyhow::bail!(
-            "{target}: connection lost during the capture ({why}); the capture goes on on the \
-             board (log in {}): `kprofctl fetch {}` gets it once it is done",
-            run.dir,
-            target.spec
-        ),
+        state.save()?;
+    }
+    starting();
+    let run = detached::start(&remote, &agent, &args.agent_args())?;
+    let ended = detached::stream(&remote, &run, echo)?;
+    Ok(Streamed {
+        target,
+        remote,
+        run,
+        ended,
+        _place: place,
+    })
+}
+
+impl Streamed {
+    /// What became of the capture: its path (here with `--fetch`, else on the board), or why
+    /// there is none.
+    fn finish(&self, args: &RunArgs) -> anyhow::Result<String> {
+        let Streamed {
+            target,
+            remote,
+            run,
+            ..
+        } = self;
+        match &self.ended {
+            Ended::Exited {
+                status: status @ (0 | TRUNCATED),
+                last_line,
+            } => captured(remote, target, run, args, *status, last_line),
+            Ended::Exited { status, .. } => {
+                run.remove(remote);
+                anyhow::bail!(
+                    "{target}: kprof-agent failed (exit status {status}); see its messages above"
+                )
+            }
+            Ended::Detached => anyhow::bail!(
+                "{target}: detached; the capture goes on on the board (log in {}): \
+                 `kprofctl fetch` gets it once it is done",
+                run.dir
+            ),
+            Ended::LinkLost(why) => anyhow::bail!(
+                "{target}: connection lost during the capture ({why}); the capture goes on on \
+                 the board if it is still up (log in {}): `kprofctl fetch {}` gets it once it \
+                 is done",
+                run.dir,
+                target.spec
+            ),
+        }
     }
 }
 
@@ -208,7 +272,7 @@ fn captured(
     args: &RunArgs,
     status: i32,
     last_line: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     run.remove(remote);
     let capture = detached::capture_path(last_line, args.output_dir.as_deref());
     if !capture.starts_with('/') || !capture.ends_with(kprof_capture::ARCHIVE_SUFFIX) {
@@ -217,6 +281,7 @@ fn captured(
         );
     }
     crate::term::note(format_args!("capture on {target}: {capture}"));
+    let mut fetched: Option<PathBuf> = None;
     if args.fetch {
         let fetch = super::fetch::FetchArgs {
             args: vec![target.spec.clone()],
@@ -227,7 +292,8 @@ fn captured(
             lab: args.lab.clone(),
             symbols: args.symbols.clone(),
         };
-        super::fetch::fetch_paths(remote, &fetch, std::slice::from_ref(&capture))?;
+        let here = super::fetch::fetch_paths(remote, &fetch, std::slice::from_ref(&capture))?;
+        fetched = here.into_iter().next();
     }
     if status == TRUNCATED {
         // The agent said why above; the capture is valid up to where writing failed.
@@ -242,125 +308,18 @@ fn captured(
             }
         );
     }
-    if !args.fetch {
-        eprintln!("kprofctl: download it with `kprofctl fetch`");
+    match fetched {
+        Some(here) => Ok(here.display().to_string()),
+        None => {
+            crate::term::note("download it with `kprofctl fetch`");
+            Ok(capture)
+        }
     }
-    Ok(())
 }
 
 /// `kprof-agent record`'s exit status for a capture cut short by a write error (a full disk)
 /// whose archive was written all the same.
 const TRUNCATED: i32 = 3;
-
-/// Checks the board before a capture and prints what it found. Returns the agent's path.
-fn preflight(remote: &Remote, remembered: Option<&str>, args: &RunArgs) -> anyhow::Result<String> {
-    let t = &remote.target;
-    let agent =
-        board::find_agent(remote, remembered)?.ok_or_else(|| board::no_agent_error(remote))?;
-    let info = board::info(remote, &agent)?;
-    let version = &info.agent_version;
-    crate::term::note(format_args!("{t}: kprof-agent {version} ({agent})"));
-    let ours = env!("CARGO_PKG_VERSION");
-    if version != ours {
-        crate::term::warning(format_args!(
-            "kprofctl is {ours} but the board's agent is {version}: \
-             `kprofctl deploy {}` installs the matching one",
-            t.spec
-        ));
-    }
-    let uid = info.uid.map_or("?".into(), |u| u.to_string());
-    match info
-        .sysctl
-        .get("perf_event_paranoid")
-        .and_then(|p| p.trim().parse::<i32>().ok())
-    {
-        Some(p) if p > 1 && info.uid != Some(0) => eprintln!(
-            "kprofctl: warning: {t}: perf_event_paranoid is {p} and the login is not root: \
-             kernel samples will be refused (log in as root or set \
-             /proc/sys/kernel/perf_event_paranoid to -1)"
-        ),
-        Some(p) => eprintln!("kprofctl: {t}: perf_event_paranoid {p}, uid {uid}"),
-        None => eprintln!(
-            "kprofctl: warning: {t}: /proc/sys/kernel/perf_event_paranoid is missing: the kernel \
-             may lack CONFIG_PERF_EVENTS"
-        ),
-    }
-    let pmus: Vec<&str> = info.pmus.keys().map(String::as_str).collect();
-    if board::has_hw_pmu(&info) {
-        crate::term::note(format_args!("{t}: PMUs: {}", pmus.join(" ")));
-    } else {
-        crate::term::note(format_args!(
-            "{t}: no hardware PMU (event sources: {}): only software events such as \
-             cpu-clock can be sampled",
-            if pmus.is_empty() {
-                "none".to_owned()
-            } else {
-                pmus.join(" ")
-            }
-        ));
-        let hw: Vec<&String> = args
-            .events
-            .iter()
-            .filter(|e| is_hardware_event(e))
-            .collect();
-        if !hw.is_empty() {
-            eprintln!(
-                "kprofctl: warning: {t}: {} need a hardware PMU the board does not expose",
-                hw.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
-    for (event, verdict) in refused_events(&args.events, &info) {
-        crate::term::warning(format_args!(
-            "{t}: {event} does not open on the board: {verdict}"
-        ));
-    }
-    let matched = kernel_match::check(info.kernel.build_id.as_deref(), &args.symbols)?;
-    let msg = matched.message(&info.uname.release);
-    if matched.is_mismatch() {
-        eprintln!(
-            "\nkprofctl: WARNING: {}\n",
-            kprof_report::escape::controls_but_newline(&format!("{t}: {msg}"))
-        );
-    } else {
-        crate::term::note(format_args!("{t}: {msg}"));
-    }
-    Ok(agent)
-}
-
-/// The asked events that `kprof-agent info` probed on the board and the kernel refused, with
-/// its reason; events it did not probe (raw, tracepoints) are left to the agent.
-fn refused_events<'a>(asked: &'a [String], info: &'a BoardInfo) -> Vec<(&'a str, &'a str)> {
-    asked
-        .iter()
-        .filter_map(|e| {
-            let name = e.split(['/', ':']).next().unwrap_or(e);
-            let verdict = info.events.get(name)?;
-            (verdict != "ok").then_some((e.as_str(), verdict.as_str()))
-        })
-        .collect()
-}
-
-fn is_hardware_event(e: &str) -> bool {
-    let name = e.split('/').next().unwrap_or(e);
-    name.starts_with('r') && name[1..].chars().all(|c| c.is_ascii_hexdigit()) && name.len() > 1
-        || matches!(
-            name,
-            "cycles"
-                | "instructions"
-                | "cache-references"
-                | "cache-misses"
-                | "branch-misses"
-                | "branches"
-                | "branch-instructions"
-                | "bus-cycles"
-                | "ref-cycles"
-        )
-        || name.starts_with("L1-")
-        || name.starts_with("LLC-")
-        || name.starts_with("dTLB-")
-        || name.starts_with("iTLB-")
-}
 
 #[cfg(test)]
 mod tests {
@@ -516,36 +475,5 @@ mod tests {
                 "-g"
             ]
         );
-    }
-
-    /// Hardware event names are told from software ones for the no-PMU warning.
-    #[test]
-    /// Events the board's agent probed and the kernel refused are named with the reason;
-    /// events that opened, and events it did not probe, are not.
-    fn refused_events_info_probe_verdicts() {
-        let info: BoardInfo = serde_json::from_value(serde_json::json!({
-            "schema": kprof_capture::info::INFO_SCHEMA, "version": 1, "agent_version": "0.1.0",
-            "uname": {"sysname": "Linux", "nodename": "board", "release": "6.1", "version": "#1",
-                      "machine": "x86_64"},
-            "kernel": {"release": "6.1"}, "modules": [], "sysctl": {}, "cpus": [0], "pmus": {},
-            "events": {"cycles": "No such file or directory (os error 2)", "cpu-clock": "ok"}
-        }))
-        .unwrap();
-        let asked: Vec<String> = ["cycles:u", "cpu-clock", "r03", "instructions"]
-            .map(String::from)
-            .into();
-        assert_eq!(
-            refused_events(&asked, &info),
-            [("cycles:u", "No such file or directory (os error 2)")]
-        );
-    }
-
-    #[test]
-    fn is_hardware_event_names() {
-        assert!(is_hardware_event("cycles"));
-        assert!(is_hardware_event("r03/period=10000/"));
-        assert!(is_hardware_event("L1-dcache-load-misses"));
-        assert!(!is_hardware_event("cpu-clock"));
-        assert!(!is_hardware_event("raw"));
     }
 }

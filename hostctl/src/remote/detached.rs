@@ -12,9 +12,10 @@
 //! stop, removal) enters it only after [`guard::enter_run_dir`] found it to be that directory.
 //! A pid is signalled only while its `/proc/PID/cwd` is the run directory: the agent's.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::time::{Duration, Instant};
 
+use super::echo::Echo;
 use super::{board, guard, shell, Remote};
 
 /// A capture started on the board.
@@ -147,13 +148,13 @@ fn tail_script(dir: &str) -> String {
     )
 }
 
-/// Copies the agent's output here until it exits, the link breaks or Ctrl-C detaches.
-pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
+/// Copies the agent's output to `echo` until it exits, the link breaks or Ctrl-C detaches.
+pub fn stream(remote: &Remote, run: &RunDir, echo: Echo) -> anyhow::Result<Ended> {
     check_run_dir(remote, &run.dir)?;
     let mut ch = remote.channel(&tail_script(&run.dir))?;
     let sess = remote.session();
     sess.set_blocking(false);
-    let mut relay = Relay::default();
+    let mut relay = Relay::new(echo);
     let mut buf = vec![0u8; 32 * 1024];
     let mut stops = StopRequests::default();
     let result = loop {
@@ -177,10 +178,10 @@ pub fn stream(remote: &Remote, run: &RunDir) -> anyhow::Result<Ended> {
         }
     };
     sess.set_blocking(true);
+    let last_line = relay.finish();
     if let Some(ended) = result {
         return Ok(ended);
     }
-    let last_line = relay.finish();
     if ch.wait_close().is_err() {
         return Ok(Ended::LinkLost("the connection closed".into()));
     }
@@ -208,15 +209,23 @@ fn exited(remote: &Remote, run: &RunDir, status: i32, last_line: String) -> anyh
     Ok(Ended::Exited { status, last_line })
 }
 
-/// The agent's stdout and stderr copied to ours, keeping the last non-blank stdout line (the
+/// The agent's stdout and stderr copied to `echo`, keeping the last non-blank stdout line (the
 /// archive's path).
-#[derive(Default)]
 struct Relay {
+    echo: Echo,
     line: Vec<u8>,
     last_line: Vec<u8>,
 }
 
 impl Relay {
+    fn new(echo: Echo) -> Relay {
+        Relay {
+            echo,
+            line: Vec::new(),
+            last_line: Vec::new(),
+        }
+    }
+
     /// One non-blocking read of each stream: whether anything came, and whether both are at
     /// their end.
     fn copy(&mut self, ch: &mut ssh2::Channel, buf: &mut [u8]) -> std::io::Result<(bool, bool)> {
@@ -230,7 +239,7 @@ impl Relay {
                     if stream_id == 0 {
                         self.stdout(&buf[..n]);
                     } else {
-                        let _ = std::io::stderr().write_all(&buf[..n]);
+                        self.echo.write(1, &buf[..n]);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -241,9 +250,7 @@ impl Relay {
     }
 
     fn stdout(&mut self, data: &[u8]) {
-        let mut stdout = std::io::stdout();
-        let _ = stdout.write_all(data);
-        let _ = stdout.flush();
+        self.echo.write(0, data);
         for &b in data {
             if b == b'\n' {
                 if !self.line.iter().all(u8::is_ascii_whitespace) {
@@ -258,7 +265,7 @@ impl Relay {
 
     /// The last non-blank stdout line, also when it had no newline.
     fn finish(mut self) -> String {
-        let _ = std::io::stderr().flush();
+        self.echo.flush();
         if !self.line.iter().all(u8::is_ascii_whitespace) {
             self.last_line = self.line;
         }
@@ -286,9 +293,9 @@ impl StopRequests {
             if presses >= 2 {
                 return Ok(Some(Ended::Detached));
             }
-            eprintln!(
-                "\nkprofctl: stopping the capture on {t} (it is kept; Ctrl-C again to detach)"
-            );
+            crate::term::note(format_args!(
+                "stopping the capture on {t} (it is kept; Ctrl-C again to detach)"
+            ));
             sess.set_blocking(true);
             let sent = send_stop(remote, &run.dir, false);
             sess.set_blocking(false);

@@ -3,6 +3,7 @@
 mod auth;
 pub mod board;
 pub mod detached;
+pub mod echo;
 pub mod elf;
 pub mod guard;
 pub mod kernel_match;

@@ -11,6 +11,7 @@ mod layers_build;
 mod remote_day;
 mod remote_jump;
 mod remote_labgrid;
+mod remote_many;
 mod remote_ssh;
 mod remote_support;
 mod render_collapsed;
