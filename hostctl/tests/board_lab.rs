@@ -13,9 +13,10 @@ use kprof_test_support::board::{report_json, Board};
 use kprof_test_support::labgrid::{network_service_at, Lab};
 use kprof_test_support::outcome;
 use kprof_test_support::sshd::Sshd;
-use std::io::{BufRead as _, BufReader, Read as _};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const KPROFCTL: &str = env!("CARGO_BIN_EXE_kprofctl");
 
@@ -215,6 +216,34 @@ fn top_in_module(json: &serde_json::Value, i: usize) -> String {
         .to_owned()
 }
 
+/// Sets `board`'s clock to the host's, within the ssh channel's latency: the manifests'
+/// times are the boards' wall clocks, and the aarch64 board has no RTC driver (it boots in
+/// 1970), where a lab's boards would run NTP. The host waits for the script to be ready,
+/// then sends the next whole second as it starts (busybox `date -s` takes whole seconds).
+fn sync_clock(board: &Board) {
+    let mut child = board
+        .ssh_command("echo ready; read t; date -u -s \"@$t\" >/dev/null")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim_end(), "ready", "port {}", board.port);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    std::thread::sleep(Duration::from_secs(1) - Duration::from_nanos(now.subsec_nanos().into()));
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", now.as_secs() + 1).unwrap();
+    drop(stdin);
+    assert!(
+        child.wait().unwrap().success(),
+        "date -s on port {}",
+        board.port
+    );
+}
+
 /// `compare X86 ARM --format json` with both trees.
 fn compare_json(t: &TwoBoards, x86: &Path, arm: &Path) -> serde_json::Value {
     let (ok, out, err) = outcome(
@@ -231,7 +260,8 @@ fn compare_json(t: &TwoBoards, x86: &Path, arm: &Path) -> serde_json::Value {
 }
 
 /// Must hold 2: `run lg:x86 lg:arm --fetch` of the mychardrv write runs on both boards at
-/// once (the captures' time ranges overlap) and fetches both; `compare` puts
+/// once (the captures' time ranges overlap, the boards' clocks set from the host's) and
+/// fetches both; `compare` puts
 /// char_dev_cache_traverse on top of mychardrv.ko for each board, and each board's report
 /// gives it a mychardrv.c line.
 #[test]
@@ -240,8 +270,12 @@ fn run_labgrid_two_boards_overlap_compare_top() {
     let Some(t) = two_boards() else {
         return;
     };
+    sync_clock(&t.x86);
+    sync_clock(&t.arm);
+    // compare takes one event from every capture: the aarch64 board's default is `cycles`
+    // (its PMU), the x86_64 board's `cpu-clock`; the software clock is on both.
     let (ok, _, err) = outcome(
-        t.kprofctl(&["run", "lg:x86", "lg:arm", "--fetch"])
+        t.kprofctl(&["run", "lg:x86", "lg:arm", "--fetch", "-e", "cpu-clock"])
             .args(t.symbols())
             .arg("--")
             .args(t.x86.workload()),
@@ -252,6 +286,7 @@ fn run_labgrid_two_boards_overlap_compare_top() {
     let arm = fetched(&t, &err, "lg:arm");
     let (x_start, x_stop) = time_range(&x86);
     let (a_start, a_stop) = time_range(&arm);
+    eprintln!("x86 {x_start}..{x_stop}, arm {a_start}..{a_stop} (ns)");
     assert!(
         x_start < a_stop && a_start < x_stop,
         "not at once: x86 {x_start}..{x_stop}, arm {a_start}..{a_stop} (ns)"

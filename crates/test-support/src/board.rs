@@ -83,8 +83,20 @@ impl Board {
 
     /// A shell command on the board through OpenSSH's client (test set-up only).
     pub fn ssh(&self, script: &str) -> String {
-        let out = Command::new("ssh")
-            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+        let out = self.ssh_command(script).output().unwrap();
+        assert!(
+            out.status.success(),
+            "ssh {script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// OpenSSH's client running `script` on the board, not started: for set-up that talks
+    /// to the script while it runs.
+    pub fn ssh_command(&self, script: &str) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
             .args([
                 "-o",
                 "UserKnownHostsFile=/dev/null",
@@ -93,15 +105,8 @@ impl Board {
                 "-i",
             ])
             .arg(&self.key)
-            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ssh {script}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script]);
+        cmd
     }
 
     /// The mychardrv write of `KPROF_BOARD_N` (default 10000) bytes, as `run`'s command.
