@@ -429,19 +429,23 @@ impl Drop for BoardBack<'_> {
     }
 }
 
-/// Reads `out` until every one of `targets` printed `TARGET: started`; false when it ended
-/// first. The rest of the output is drained in the background.
-fn wait_started(out: impl std::io::Read + Send + 'static, targets: &[&str]) -> bool {
+/// Reads `out` until every one of `targets` printed `TARGET: started`, then the rest of it in
+/// the background (the handle gives it); `None` when it ended first.
+fn wait_started(
+    out: impl std::io::Read + Send + 'static,
+    targets: &[&str],
+) -> Option<std::thread::JoinHandle<String>> {
     let mut lines = BufReader::new(out).lines();
     let mut waiting: Vec<String> = targets.iter().map(|t| format!("{t}: started")).collect();
     while !waiting.is_empty() {
         match lines.next() {
             Some(Ok(line)) => waiting.retain(|w| line.trim_end() != w),
-            _ => return false,
+            _ => return None,
         }
     }
-    std::thread::spawn(move || lines.for_each(drop));
-    true
+    Some(std::thread::spawn(move || {
+        lines.map_while(Result::ok).collect::<Vec<_>>().join("\n")
+    }))
 }
 
 /// Must hold 4: the x86 board is stopped (QEMU killed) while both boards capture: the arm
@@ -469,11 +473,14 @@ fn run_labgrid_x86_stopped_mid_run_arm_fetched() {
         let _ = stderr.read_to_string(&mut s);
         s
     });
-    let started = wait_started(child.stdout.take().unwrap(), &["lg:x86", "lg:arm"]);
-    let stopped = started && board_script("down", &[]);
+    let rest = wait_started(child.stdout.take().unwrap(), &["lg:x86", "lg:arm"]);
+    let stopped = rest.is_some() && board_script("down", &[]);
     let status = child.wait().unwrap();
     let err = err_reader.join().unwrap();
-    assert!(started, "the workload did not start on both boards:\n{err}");
+    let out = rest
+        .unwrap_or_else(|| panic!("the workload did not start on both boards:\n{err}"))
+        .join()
+        .unwrap();
     assert!(stopped, "ci/board/down --arch x86_64 failed");
 
     assert_eq!(status.code(), Some(1), "{err}");
@@ -487,6 +494,8 @@ fn run_labgrid_x86_stopped_mid_run_arm_fetched() {
         err.contains("kprofctl: 1 of 2 boards failed: lg:x86"),
         "{err}"
     );
+    // kprofctl's own report of the arm capture, then the same from the fetched file.
+    assert!(out.contains("char_dev_cache_traverse"), "{out}\n{err}");
     let report = report_json(&t.x86, &arm, &t.arm.symbols, &["--image", "mychardrv.ko"]);
     assert_eq!(
         report["functions"][0]["symbol"], "char_dev_cache_traverse",
