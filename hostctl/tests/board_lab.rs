@@ -505,9 +505,29 @@ fn run_labgrid_x86_stopped_mid_run_arm_fetched() {
     assert_eq!(t.x86.ssh("uname -m").trim(), "x86_64", "the board is back");
 }
 
+/// `run TARGETS -o DIR/captures -- sh -c 'mkdir -p DIR; touch DIR/ran'`: (success, stdout,
+/// stderr).
+fn run_marking(t: &TwoBoards, targets: &[&str], dir: &str) -> (bool, String, String) {
+    let mut args = vec!["run"];
+    args.extend(targets);
+    let captures = format!("{dir}/captures");
+    args.extend(["-o", &captures]);
+    let script = format!("mkdir -p {dir}; touch {dir}/ran");
+    outcome(t.kprofctl(&args).args(["--", "sh", "-c", &script]))
+}
+
+/// Whether `dir` exists on `board`.
+fn exists_on(board: &Board, dir: &str) -> bool {
+    board
+        .ssh(&format!("[ -e {dir} ] && echo there || echo absent"))
+        .trim()
+        == "there"
+}
+
 /// Must hold 5: place `x86` held by another labgrid user: `run lg:x86` is an error naming the
 /// place and its holder, and nothing is started on the board (no capture directory, no
-/// workload side effect); the place stays theirs.
+/// workload side effect); the place stays theirs. With both places, the arm board's capture
+/// is taken and the summary names lg:x86 and its holder.
 #[test]
 #[ignore = "needs both QEMU boards (ci/board/up, ci/board/up --arch aarch64)"]
 fn run_labgrid_place_of_other_user_nothing_started() {
@@ -518,28 +538,28 @@ fn run_labgrid_place_of_other_user_nothing_started() {
     let holder = t.lab.holder("x86").unwrap();
     assert!(holder.ends_with("/kprof-other"), "{holder}");
     let dir = format!("/tmp/kprof-lab-held-{}", std::process::id());
-    let (ok, out, err) = outcome(
-        t.kprofctl(&["run", "lg:x86", "-o", &format!("{dir}/captures")])
-            .args([
-                "--",
-                "sh",
-                "-c",
-                &format!("mkdir -p {dir}; touch {dir}/ran"),
-            ]),
-    );
+    let (ok, out, err) = run_marking(&t, &["lg:x86"], &dir);
     assert!(!ok);
     assert_eq!(out, "");
+    let refused = format!("place x86 is acquired by {holder}");
+    assert!(err.contains(&format!("lg:x86: {refused}")), "{err}");
+    assert!(err.contains("nothing was run"), "{err}");
+    assert!(!exists_on(&t.x86, &dir));
+
+    let (ok, _, err) = run_marking(&t, &["lg:x86", "lg:arm"], &dir);
+    t.arm.ssh(&format!("rm -rf {dir}"));
+    assert!(!ok);
+    let x86 = summary(&err, "lg:x86");
     assert!(
-        err.contains(&format!("lg:x86: place x86 is acquired by {holder}")),
+        x86.starts_with("FAILED: ") && x86.contains(&refused),
         "{err}"
     );
-    assert!(err.contains("nothing was run"), "{err}");
-    assert_eq!(
-        t.x86
-            .ssh(&format!("[ -e {dir} ] && echo there || echo absent"))
-            .trim(),
-        "absent"
+    assert!(summary(&err, "lg:arm").starts_with("ok: "), "{err}");
+    assert!(
+        err.contains("kprofctl: 1 of 2 boards failed: lg:x86"),
+        "{err}"
     );
+    assert!(!exists_on(&t.x86, &dir));
     assert_eq!(t.lab.holder("x86"), Some(holder));
     t.lab.place_cmd("kprof-other", "x86", &["release"]);
 }
