@@ -296,7 +296,7 @@ fn unwind_perfdata_uncovered_code_named() {
         .arg("--")
         .arg(&bin)
         .arg("1"));
-    let p = symbolize(&out, &[bin.clone()], true);
+    let p = symbolize(&out, std::slice::from_ref(&bin), true);
     let (marked, n) =
         share_with_callers(&p, "hot_leaf", &["mid", "[no unwind info: uncovered_demo]"]);
     assert!(n > 100 && marked >= 0.9, "{marked} of {n}");
