@@ -6,7 +6,8 @@
 //! built from the bytes of an ELF file the caller read, a [`ProcessUnwinder`] asks the caller
 //! where each address is mapped ([`Place`]). An unwind ends at the root of the stack, where
 //! the copied stack runs out ([`End::Truncated`]) or at code without CFI
-//! ([`End::NoUnwindInfo`]): framehop's guess by
+//! ([`End::NoUnwindInfo`]: the image has none; [`End::Uncovered`]: its CFI has no row for the
+//! code there): framehop's guess by
 //! frame pointer is never taken for code without CFI, so a path is cut short rather than
 //! continued with invented callers.
 
@@ -367,6 +368,9 @@ pub enum End {
     Truncated,
     /// At code of the image named, which has no unwind information.
     NoUnwindInfo(String),
+    /// At code of the image named that its unwind information does not cover (hand-written
+    /// assembly, code built with `-fno-asynchronous-unwind-tables`).
+    Uncovered(String),
 }
 
 /// An unwound user stack.
@@ -478,7 +482,7 @@ impl ProcessUnwinder {
             .checked_sub(base_avma)
             .is_some_and(|svma| cfi.covers(svma));
         if !covered || u32::try_from(lookup - base_avma).is_err() {
-            return Err(End::NoUnwindInfo(name));
+            return Err(End::Uncovered(name));
         }
         if self.added.insert(avma.start) {
             let m = cfi.module(&name, avma, base_avma);
@@ -627,7 +631,7 @@ mod tests {
         let mut u = ProcessUnwinder::new(Arch::X86_64).unwrap();
         let out = u.unwind(&regs, &stack, &mut place);
         assert_eq!(out.frames, [base + 0x1010, base + 0x1020, base + 0x1030]);
-        assert_ne!(out.end, End::NoUnwindInfo("demo".into()));
+        assert_ne!(out.end, End::Uncovered("demo".into()));
 
         // The second return address points outside the FDE.
         let stack: Vec<u8> = [0, base + 0x1020, 0, base + 0x1800, 0, 0]
@@ -636,7 +640,7 @@ mod tests {
             .collect();
         let out = u.unwind(&regs, &stack, &mut place);
         assert_eq!(out.frames, [base + 0x1010, base + 0x1020, base + 0x1800]);
-        assert_eq!(out.end, End::NoUnwindInfo("demo".into()));
+        assert_eq!(out.end, End::Uncovered("demo".into()));
 
         // ... or outside every mapping: garbage, dropped, and the path is truncated.
         let stack: Vec<u8> = [0, base + 0x1020, 0, 0x1234_5678, 0, 0]

@@ -256,6 +256,58 @@ fn unwind_perfdata_split_debug_eh_frame_from_stripped() {
     assert!(marked >= 0.95, "{marked}");
 }
 
+/// A program whose `mid` has no FDE (built with -fno-asynchronous-unwind-tables), recorded
+/// with `--call-graph dwarf`: hot_leaf's paths end `[no unwind info: IMAGE]` right above
+/// mid (its return address names it; its caller cannot be found), and the warning says the image's tables do not cover that code (not that it has none).
+#[test]
+fn unwind_perfdata_uncovered_code_named() {
+    let data_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/unwind");
+    let dir = work().join("uncovered");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("uncovered_demo");
+    let mid = dir.join("mid.o");
+    run(Command::new("gcc")
+        .args(["-O2", "-g", "-fomit-frame-pointer", "-c"])
+        .args([
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+            "-o",
+        ])
+        .arg(&mid)
+        .arg(data_dir.join("uncovered_mid.c")));
+    run(Command::new("gcc")
+        .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(data_dir.join("uncovered_main.c"))
+        .arg(&mid));
+    let out = dir.join("dwarf.data");
+    run(Command::new("perf")
+        .args([
+            "record",
+            "--call-graph",
+            "dwarf",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "2000",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&bin)
+        .arg("1"));
+    let p = symbolize(&out, std::slice::from_ref(&bin), true);
+    let (marked, n) =
+        share_with_callers(&p, "hot_leaf", &["mid", "[no unwind info: uncovered_demo]"]);
+    assert!(n > 100 && marked >= 0.9, "{marked} of {n}");
+    let warning = p
+        .warnings
+        .iter()
+        .find(|w| w.contains("[no unwind info: uncovered_demo]"))
+        .unwrap_or_else(|| panic!("{:?}", p.warnings));
+    assert!(warning.contains("do not cover"), "{warning}");
+}
+
 /// Compiles `src` with aarch64-linux-gnu-gcc into `out` with `args`.
 fn aarch64_gcc(src: &str, out: &Path, args: &[&str]) {
     let c = out.with_extension("src.c");

@@ -166,6 +166,11 @@ pub(crate) fn layout_ok(result: &Value, what: &str) {
             "{what}: horizontal overflow in tab {tab}: {lay}"
         );
     }
+    let flame = &result["tabs"]["flamegraph"]["flame"];
+    assert_eq!(
+        flame["rootsVisible"], true,
+        "{what}: the flame graph opens with its roots in view: {flame}"
+    );
     assert_eq!(
         layout["headCells"], layout["bodyCells"],
         "{what}: as many cells per row as headers"
@@ -246,7 +251,7 @@ fn check_phase_drag(dir: &Path, drag: &Value, phase: &str, other: &str) {
 }
 
 /// The viewer on a real two-phase capture in Chromium: no console error, no horizontal
-/// overflow at 1366x768 or 1920x1080 in any tab, one-line function rows, one track per CPU,
+/// overflow at 1366x768 or 1920x1080 in any tab, the flame graph's roots on its first screen, one-line function rows, one track per CPU,
 /// the busiest thread's track drawn, and a dragged range per phase whose functions table is
 /// exactly `kprofctl report --time` of the window, with that phase's function on top of the
 /// workload's and the window kept across a reload; with the idle loop included, the table

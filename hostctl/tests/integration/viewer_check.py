@@ -81,6 +81,16 @@ return out;
 """
 
 
+FLAME = """
+var c = document.getElementById('flame').getBoundingClientRect();
+var b = document.getElementById('flame-box').getBoundingClientRect();
+var bottom = Math.min(b.bottom, window.innerHeight), top = Math.max(b.top, 0);
+// The roots' row: the top one (an icicle).
+return {canvasHeight: c.height, viewport: window.innerHeight, rootsTop: c.top,
+        rootsVisible: c.top >= top - 1 && c.top + 19 <= bottom + 1};
+"""
+
+
 def layout(d):
     return d.execute_script(LAYOUT)
 
@@ -130,6 +140,11 @@ def main():
             lay = d.execute_script("return {scrollWidth: document.documentElement.scrollWidth,"
                                    " clientWidth: document.documentElement.clientWidth};")
             tabs[tab] = lay
+            if tab == "flamegraph":
+                # Where the flame graph opens: its roots on the first screen, without
+                # scrolling the page.
+                lay["flame"] = d.execute_script(FLAME)
+                d.save_screenshot("%s/viewer-%d-flamegraph-first-screen.png" % (shots, width))
             if tab != "functions":
                 full_shot(d, "%s/viewer-%d-%s.png" % (shots, width, tab))
         result["tabs"] = tabs

@@ -382,7 +382,9 @@
     g.font = "11px ui-monospace, 'DejaVu Sans Mono', monospace";
     g.textBaseline = "middle";
     rects.forEach(function (r) {
-      var y = height - (r[1] + 1) * ROW, name = nodeLabel(r[3]);
+      // Icicle: roots on the top row, where the pane starts (a tall graph drawn from the
+      // bottom opened on empty canvas with its roots below the fold).
+      var y = 2 + r[1] * ROW, name = nodeLabel(r[3]);
       var hit = flame.search && name.toLowerCase().indexOf(flame.search) >= 0;
       g.fillStyle = hit ? "#e040fb" : frameColour(r[3]);
       g.fillRect(r[0], y, Math.max(0.5, r[2] - 0.5), ROW - 1);
@@ -409,7 +411,7 @@
   }
   function flameHit(ev) {
     var r0 = $("flame").getBoundingClientRect(), x = ev.clientX - r0.left, y = ev.clientY - r0.top;
-    var depth = Math.floor((flame.height - y) / flame.row);
+    var depth = Math.floor((y - 2) / flame.row);
     for (var i = 0; i < flame.rects.length; i++) {
       var r = flame.rects[i];
       if (r[1] === depth && x >= r[0] && x < r[0] + r[2]) return r[3];

@@ -24,6 +24,8 @@ pub(super) struct UnwindStats {
     pub(super) fp_cut: u64,
     /// Images without CFI where unwinds stopped, with the count.
     pub(super) no_cfi: Vec<(String, u64)>,
+    /// Stacks that ended at code its image's CFI does not cover, per image.
+    pub(super) uncovered: Vec<(String, u64)>,
 }
 
 /// The architecture named by HEADER_ARCH or the manifest's `uname -m`.
@@ -172,10 +174,11 @@ impl State<'_> {
                 TRUNCATED.to_string()
             }
             End::NoUnwindInfo(image) => {
-                match self.user.stats.no_cfi.iter_mut().find(|(n, _)| *n == image) {
-                    Some((_, c)) => *c += 1,
-                    None => self.user.stats.no_cfi.push((image.clone(), 1)),
-                }
+                count_image(&mut self.user.stats.no_cfi, &image);
+                format!("[no unwind info: {image}]")
+            }
+            End::Uncovered(image) => {
+                count_image(&mut self.user.stats.uncovered, &image);
                 format!("[no unwind info: {image}]")
             }
         };
@@ -305,5 +308,18 @@ impl State<'_> {
                 "{n} user stacks end in [no unwind info: {image}]: no .eh_frame or .debug_frame for it (keep .eh_frame when stripping, or add a file with its build-id to the symbol paths)"
             ));
         }
+        for (image, n) in st.uncovered {
+            self.profile.warnings.push(format!(
+                "{n} user stacks end in [no unwind info: {image}]: its unwind tables do not cover the code the stack was in (hand-written assembly, or code built with -fno-asynchronous-unwind-tables)"
+            ));
+        }
+    }
+}
+
+/// One more stack for `image` in a per-image count.
+fn count_image(counts: &mut Vec<(String, u64)>, image: &str) {
+    match counts.iter_mut().find(|(n, _)| n == image) {
+        Some((_, c)) => *c += 1,
+        None => counts.push((image.to_owned(), 1)),
     }
 }
