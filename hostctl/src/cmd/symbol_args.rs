@@ -174,6 +174,9 @@ mod tests {
         assert_eq!(c.yocto, Some(PathBuf::from("/y")));
         std::fs::write(&file, "[symbols]\nbuildrot = \"x\"\n").unwrap();
         let err = format!("{:#}", read_config(&file).unwrap_err());
-        assert!(err.contains("kprof.toml") && err.contains("buildrot"), "{err}");
+        assert!(
+            err.contains("kprof.toml") && err.contains("buildrot"),
+            "{err}"
+        );
     }
 }
