@@ -72,7 +72,7 @@ fn config_symbols() -> anyhow::Result<ConfigSymbols> {
 
 fn read_config(file: &Path) -> anyhow::Result<ConfigSymbols> {
     let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let cfg: Config =
         toml::from_str(&text).with_context(|| format!("{}: bad kprof.toml", file.display()))?;
     let base = file.parent().unwrap_or(Path::new("."));
