@@ -158,12 +158,15 @@ fn fetch_list(
                 kprof_report::escape::controls(&path.display().to_string())
             );
             if let Err(e) = crate::cmd::report::summarize_fetched(path, &args.symbols) {
-                crate::term::note(format_args!(
-                    "{}: {}",
-                    path.display(),
-                    crate::term::error_text(&e)
-                ));
-                failures.push(path.display().to_string());
+                let why = crate::term::error_text(&e);
+                let shown = path.display().to_string();
+                // Most report errors name the capture already; say it once.
+                if why.contains(&shown) {
+                    crate::term::note(why);
+                } else {
+                    crate::term::note(format_args!("{shown}: {why}"));
+                }
+                failures.push(shown);
             }
         }
     }
