@@ -9,6 +9,7 @@ mod compare_cli;
 mod diff_cli;
 mod layers_build;
 mod remote_day;
+mod remote_deploy;
 mod remote_fetch;
 mod remote_jump;
 mod remote_labgrid;
