@@ -8,6 +8,7 @@
 mod compare_cli;
 mod diff_cli;
 mod layers_build;
+mod quickstart_trust;
 mod remote_day;
 mod remote_deploy;
 mod remote_fetch;
