@@ -223,7 +223,7 @@ const SHOWN_LINES: usize = 5;
 /// dynamically linked build missing a library, a noexec mount) never replaces a working one.
 /// The error carries what the board printed: the loader names the missing library.
 fn check_runs(remote: &Remote, staged: &str) -> anyhow::Result<String> {
-    let out = remote.exec(&format!("{} --version 2>&1", quote(staged)))?;
+    let out = remote.exec(&format!("{} --version </dev/null 2>&1", quote(staged)))?;
     let said = out.stdout_str();
     if out.status == 0 {
         return Ok(said.trim().to_owned());
