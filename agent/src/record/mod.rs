@@ -1,8 +1,9 @@
 //! `kprof-agent record`: open the events, synthesize the running system's state, stream the
 //! per-CPU ring buffers into perf.data until told to stop, then seal the capture archive.
 //!
-//! One module per step: `signals`, `workload`, `open_events`, `capture_dir`, `kernel_state`,
-//! `sequence`, `sink`, `synthesize`, `stream`, `seal` (private to this module); [`run`] puts them in order.
+//! One module per step: `signals`, `workload`, `open_events`, `capture_dir` (with `sequence`),
+//! `kernel_state`, `sink`, `synthesize`, `stream`, `seal` (private to this module); [`run`]
+//! puts them in order.
 
 mod capture_dir;
 mod kernel_state;

@@ -240,10 +240,9 @@ fn check_runs(remote: &Remote, staged: &str) -> anyhow::Result<String> {
     };
     Err(DoesNotRun(format!(
         "{}: the uploaded agent does not run on the board (`{staged} --version` exit status \
-         {}):\n{shown}\nthe agent installed there before, if any, is untouched; ci/build-agent builds the \
-         static agent boards need",
-        remote.target,
-        out.status
+         {}):\n{shown}\nthe agent installed there before, if any, is untouched; \
+         ci/build-agent builds the static agent boards need",
+        remote.target, out.status
     ))
     .into())
 }
