@@ -138,6 +138,7 @@ fn manifest(
         truncation: None,
         ring_dropped: None,
         skipped_files: None,
+        sequence: None,
     }
 }
 

@@ -8,7 +8,10 @@
 mod compare_cli;
 mod diff_cli;
 mod layers_build;
+mod quickstart_trust;
 mod remote_day;
+mod remote_deploy;
+mod remote_fetch;
 mod remote_jump;
 mod remote_labgrid;
 mod remote_many;
