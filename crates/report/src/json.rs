@@ -30,12 +30,17 @@ fn symbols(s: &SymbolSource) -> Value {
         SymbolSource::BuildId { path, origin } => {
             json!({"status": "build-id", "path": path, "origin": origin})
         }
+        SymbolSource::Unverified { path } => {
+            json!({"status": "unverified", "path": path, "why": "no build-id recorded"})
+        }
         SymbolSource::Mismatch {
             path,
             expected,
             found,
+            kallsyms,
         } => {
-            json!({"status": "mismatch", "path": path, "expected": expected, "found": found})
+            json!({"status": "mismatch", "path": path, "expected": expected, "found": found,
+                   "kallsyms": kallsyms})
         }
         SymbolSource::Kallsyms => json!({"status": "kallsyms"}),
         SymbolSource::Missing { why } => json!({"status": "missing", "why": why}),

@@ -22,8 +22,24 @@ pub fn symbol_status(s: &SymbolSource) -> String {
             Some(origin) => format!("{} ({origin})", path.display()),
             None => path.display().to_string(),
         },
-        SymbolSource::Mismatch { path, found, .. } => {
-            format!("MISMATCH {} (build-id {found}): not used", path.display())
+        SymbolSource::Unverified { path } => {
+            format!("{} (unverified: no build-id recorded)", path.display())
+        }
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            kallsyms,
+        } => {
+            let names = if *kallsyms {
+                "; names from kallsyms, no source lines"
+            } else {
+                ""
+            };
+            format!(
+                "MISMATCH {} (build-id {found}, recorded {expected}): not used{names}",
+                path.display()
+            )
         }
         SymbolSource::Kallsyms => "kallsyms (names only, no source lines)".into(),
         SymbolSource::Missing { why } => format!("no symbols: {why}"),

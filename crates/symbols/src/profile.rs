@@ -198,6 +198,12 @@ pub enum SymbolSource {
         /// on this host.
         origin: Option<String>,
     },
+    /// No build-id was recorded for the image (perf 6.x `record -z`, pipe mode): a file
+    /// found by the recorded path or name, as perf finds it, used unverified.
+    Unverified {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file with the right name and another build-id was found and NOT used.
     Mismatch {
         /// The file.
@@ -206,6 +212,8 @@ pub enum SymbolSource {
         expected: String,
         /// The build-id of the file.
         found: String,
+        /// A kernel image whose function names come from kallsyms instead (no lines).
+        kallsyms: bool,
     },
     /// Kernel or module names from the capture's kallsyms snapshot: functions, no lines.
     Kallsyms,

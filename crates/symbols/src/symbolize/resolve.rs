@@ -95,7 +95,10 @@ impl<'a> Frames<'a> {
         let file = files[image].as_deref();
         let raw: Vec<RawFrame> = if let Some(f) = file {
             f.frames(addr)
-        } else if matches!(profile.images[image].symbols, SymbolSource::Kallsyms) {
+        } else if matches!(
+            profile.images[image].symbols,
+            SymbolSource::Kallsyms | SymbolSource::Mismatch { kallsyms: true, .. }
+        ) {
             let sym = kallsyms.and_then(|k| k.lookup(kallsyms_owner, addr));
             vec![RawFrame {
                 name: sym.map(|s| s.0.to_string()),
