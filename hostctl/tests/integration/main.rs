@@ -32,5 +32,6 @@ mod report_no_buildid;
 mod report_off_cpu;
 mod report_perf;
 mod report_perf_formats;
+mod report_source_line;
 mod report_time;
 mod report_unwind;

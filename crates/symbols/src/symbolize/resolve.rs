@@ -154,7 +154,7 @@ impl<'a> Frames<'a> {
             return *i;
         }
         let (src, line) = match (r.func_start, file) {
-            (Some(start), Some(f)) => match f.location(start) {
+            (Some(start), Some(f)) => match f.declaration(start).or_else(|| f.location(start)) {
                 Some((src, line)) => (Some(src), Some(line)),
                 None => (None, None),
             },
