@@ -91,6 +91,10 @@ pub struct Meta {
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// Whether the samples carry call chains (PERF_SAMPLE_CALLCHAIN or a user stack copy for
+    /// DWARF unwinding) in any event; `None` when not known (a profile not read from a
+    /// capture).
+    pub call_chains: Option<bool>,
     /// Its process id, when recorded (manifest `command.pid`).
     pub workload_pid: Option<i32>,
     /// The build trees source files are shown relative to (see [`Profile::source_path`]):
