@@ -1,4 +1,4 @@
-//! Finding the symbol file of an image: by GNU build-id and nothing else.
+//! Finding the symbol file of an image: by GNU build-id, and by path only when none was recorded.
 //!
 //! Looked up in order: the build-id index of the user's symbol paths, perf's `~/.debug` cache,
 //! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here; then
