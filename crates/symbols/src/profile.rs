@@ -91,6 +91,10 @@ pub struct Meta {
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// Whether the samples carry call chains (PERF_SAMPLE_CALLCHAIN or a user stack copy for
+    /// DWARF unwinding) in any event; `None` when not known (a profile not read from a
+    /// capture).
+    pub call_chains: Option<bool>,
     /// Its process id, when recorded (manifest `command.pid`).
     pub workload_pid: Option<i32>,
     /// The build trees source files are shown relative to (see [`Profile::source_path`]):
@@ -198,6 +202,12 @@ pub enum SymbolSource {
         /// on this host.
         origin: Option<String>,
     },
+    /// No build-id was recorded for the image (perf 6.x `record -z`, pipe mode): a file
+    /// found by the recorded path or name, as perf finds it, used unverified.
+    Unverified {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file with the right name and another build-id was found and NOT used.
     Mismatch {
         /// The file.
@@ -206,6 +216,8 @@ pub enum SymbolSource {
         expected: String,
         /// The build-id of the file.
         found: String,
+        /// A kernel image whose function names come from kallsyms instead (no lines).
+        kallsyms: bool,
     },
     /// Kernel or module names from the capture's kallsyms snapshot: functions, no lines.
     Kallsyms,

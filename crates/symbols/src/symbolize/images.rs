@@ -32,6 +32,8 @@ pub(super) struct ImageLoader<'a> {
     /// User images whose file has symbols but no DWARF lines, and ones without symbols.
     no_lines: Vec<String>,
     stripped: Vec<String>,
+    /// User images found by their recorded path because no build-id was recorded.
+    unverified: Vec<String>,
 }
 
 impl<'a> ImageLoader<'a> {
@@ -53,6 +55,7 @@ impl<'a> ImageLoader<'a> {
             marker_image: None,
             no_lines: Vec::new(),
             stripped: Vec::new(),
+            unverified: Vec::new(),
         }
     }
 
@@ -78,8 +81,11 @@ impl<'a> ImageLoader<'a> {
             || name == "[vsyscall]"
             || name == "[unknown]"
             || name == MARKER_IMAGE;
+        if matches!(image.symbols, SymbolSource::Unverified { .. }) {
+            self.unverified.push(name.clone());
+        }
         match &image.symbols {
-            SymbolSource::BuildId { .. } => {
+            SymbolSource::BuildId { .. } | SymbolSource::Unverified { .. } => {
                 if let Some(f) = &file {
                     // User images without DWARF are the rule for distro libraries: one
                     // summary line for them; kernel images get their own.
@@ -143,11 +149,24 @@ impl<'a> ImageLoader<'a> {
                     Some(format!("{name}: {e}")),
                 ),
             },
+            Lookup::Unverified { path, debug } => {
+                match SymbolFile::open(&path, debug.as_deref(), placement) {
+                    Ok(f) => (SymbolSource::Unverified { path }, Some(f), None),
+                    Err(e) => (
+                        SymbolSource::Missing {
+                            why: format!("{e}"),
+                        },
+                        None,
+                        Some(format!("{name}: {e}")),
+                    ),
+                }
+            }
             Lookup::Mismatch { path, found } => (
                 SymbolSource::Mismatch {
                     path,
                     expected: String::new(),
                     found,
+                    kallsyms: false,
                 },
                 None,
                 None,
@@ -218,7 +237,7 @@ impl<'a> ImageLoader<'a> {
                     "vmlinux: no matching vmlinux ({what}): kernel function names from {}, no source lines",
                     kernel.kallsyms_origin
                 ));
-                source = SymbolSource::Kallsyms;
+                source = with_kallsyms(source);
             }
         }
         let image = Image {
@@ -280,10 +299,13 @@ impl<'a> ImageLoader<'a> {
                     "{display}: {what}: function names from {}, no source lines",
                     kernel.kallsyms_origin
                 ));
-                source = SymbolSource::Kallsyms;
+                source = with_kallsyms(source);
             }
         }
-        let file = if matches!(source, SymbolSource::Kallsyms) {
+        let file = if matches!(
+            source,
+            SymbolSource::Kallsyms | SymbolSource::Mismatch { kallsyms: true, .. }
+        ) {
             None
         } else {
             file
@@ -346,11 +368,17 @@ impl<'a> ImageLoader<'a> {
                 None,
             )
         } else {
-            let lookup = self.sources.find(
-                build_id.as_deref(),
-                std::slice::from_ref(&name),
-                Some(Path::new(path)),
-            );
+            let lookup = if build_id.is_some() {
+                self.sources.find(
+                    build_id.as_deref(),
+                    std::slice::from_ref(&name),
+                    Some(Path::new(path)),
+                )
+            } else {
+                let here = self.host_kernel.and_then(|h| h.nodename.as_deref());
+                let host_capture = here.is_some() && here == profile.meta.hostname.as_deref();
+                self.sources.find_by_path(Path::new(path), host_capture)
+            };
             let (s, f, err) = Self::open_found(&name, lookup, None);
             if let Some(e) = err {
                 profile.warnings.push(e);
@@ -399,6 +427,7 @@ impl<'a> ImageLoader<'a> {
         for (list, what) in [
             (&self.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
             (&self.no_lines, "without DWARF line info (functions, no source lines)"),
+            (&self.unverified, "matched by recorded path only (unverified: no build-id recorded; perf would use the same files)"),
         ] {
             if !list.is_empty() {
                 let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
@@ -412,6 +441,25 @@ impl<'a> ImageLoader<'a> {
     }
 }
 
+/// A kernel image's source once kallsyms names its functions: a mismatched file stays a
+/// mismatch (the status a CI gate reads), anything else becomes `Kallsyms`.
+fn with_kallsyms(source: SymbolSource) -> SymbolSource {
+    match source {
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            ..
+        } => SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            kallsyms: true,
+        },
+        _ => SymbolSource::Kallsyms,
+    }
+}
+
 /// The warning for a symbol file with the right name and another build-id, which is not used.
 fn mismatch_warning(image: &str, source: &SymbolSource) -> Option<String> {
     match source {
@@ -419,6 +467,7 @@ fn mismatch_warning(image: &str, source: &SymbolSource) -> Option<String> {
             path,
             expected,
             found,
+            ..
         } => Some(format!(
             "{image}: {} has build-id {found}, the capture recorded {expected}: not used",
             path.display()
