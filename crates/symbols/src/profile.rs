@@ -28,12 +28,28 @@ pub struct Profile {
     /// Anything the user must know about the result: mismatched build-ids, kallsyms fallbacks,
     /// lost samples, unreadable files. Never dropped silently.
     pub warnings: Vec<String>,
+    /// Warnings about single images (no symbols, no unwind tables...), kept apart from
+    /// `warnings` so that a view shows one line per kind for the images its samples touch
+    /// ([`crate::image_warnings::grouped`]).
+    pub image_warnings: Vec<ImageWarning>,
     /// Where the capture came from.
     pub meta: Meta,
     /// Blocked time, when the capture recorded context switches (`record --off-cpu`, perf's
     /// `-e sched:sched_switch`); its events are apart from the on-CPU ones
     /// ([`crate::off_cpu`]).
     pub off_cpu: Option<OffCpu>,
+}
+
+/// What one image lacks, shown grouped with the other images that lack the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageWarning {
+    /// What the images of the group lack: the line's text before the image list, the same
+    /// for every image of the group.
+    pub kind: String,
+    /// The image's name ([`Image::name`]).
+    pub image: String,
+    /// How many stacks or samples it concerns, when counted (unwinds that stopped in it).
+    pub count: Option<u64>,
 }
 
 /// Off-CPU time of a capture with context switches.

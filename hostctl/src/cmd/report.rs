@@ -353,11 +353,12 @@ fn project(args: &ReportArgs, l: Loaded, events: &[usize]) -> anyhow::Result<Loa
         Some(t) => views::into_time_window(l.profile, t.start, t.end),
         None => l.profile,
     };
-    let projected = Loaded {
+    let mut projected = Loaded {
         profile: views::select_events(views::filtered(windowed, &filter), events),
         symbolizer: l.symbolizer,
         prefixes: l.prefixes,
     };
+    args.symbols.add_image_warnings(&mut projected.profile);
     let p = &projected.profile;
     for w in &p.warnings {
         crate::term::warning(w);
@@ -536,6 +537,7 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         );
     }
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
+    symbols.add_image_warnings(&mut l.profile);
     let p = &l.profile;
     if p.stacks.is_empty() {
         warn_no_samples(capture, &p.warnings);

@@ -23,6 +23,21 @@ pub struct SymbolArgs {
     /// are still used.
     #[arg(long)]
     pub offline: bool,
+    /// Name every image in the warnings about images (without, each kind names the four
+    /// most concerned and counts the rest).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+impl SymbolArgs {
+    /// Appends to `p`'s warnings one line per kind of its image warnings, for the images its
+    /// (filtered) samples touch; call it once the profile is cut to what is shown.
+    pub fn add_image_warnings(&self, p: &mut kprof_symbols::profile::Profile) {
+        let named = (!self.verbose).then_some(kprof_symbols::image_warnings::NAMED);
+        let lines = kprof_symbols::image_warnings::grouped(p, named);
+        p.warnings.extend(lines);
+        p.image_warnings.clear();
+    }
 }
 
 /// `kprof.toml` as far as symbols go.

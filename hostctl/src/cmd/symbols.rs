@@ -23,7 +23,8 @@ pub struct SymbolsArgs {
 }
 
 pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
-    let l = load(&args.capture, &args.symbols)?;
+    let mut l = load(&args.capture, &args.symbols)?;
+    args.symbols.add_image_warnings(&mut l.profile);
     let rows = views::images(&l.profile, &Filter::default());
     if args.json {
         return write_json(&l, &rows);

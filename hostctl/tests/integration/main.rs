@@ -38,3 +38,4 @@ mod report_perf_formats;
 mod report_source_line;
 mod report_time;
 mod report_unwind;
+mod report_warnings;

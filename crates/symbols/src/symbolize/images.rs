@@ -7,7 +7,7 @@ use super::kernel_space::KernelSpace;
 use super::resolve::SourcePaths;
 use super::user_space::Mapping;
 use crate::elf::{Placement, SymbolFile};
-use crate::profile::{Image, Profile, SymbolSource};
+use crate::profile::{Image, ImageWarning, Profile, SymbolSource};
 use crate::sources::{Lookup, Sources};
 use crate::HostKernel;
 use linux_perf_data::linux_perf_event_reader::CpuMode;
@@ -114,9 +114,14 @@ impl<'a> ImageLoader<'a> {
                 .warnings
                 .extend(mismatch_warning(&name, &image.symbols)),
             SymbolSource::Kallsyms => {}
-            SymbolSource::Missing { why } if !quiet => profile
+            SymbolSource::Missing { why } if image.kernel => profile
                 .warnings
                 .push(format!("{name}: no symbols ({why}); addresses shown raw")),
+            SymbolSource::Missing { why } if !quiet => profile.image_warnings.push(ImageWarning {
+                kind: format!("no symbols ({why}); addresses shown raw"),
+                image: name.clone(),
+                count: None,
+            }),
             SymbolSource::Missing { .. } => {}
         }
         if let Some(f) = &file {
@@ -422,21 +427,19 @@ impl<'a> ImageLoader<'a> {
         i
     }
 
-    /// One line each for the user images without symbols and without lines, at the end.
-    pub(super) fn summary_warnings(&self, warnings: &mut Vec<String>) {
+    /// The user images without symbols, without lines and matched by path only, grouped
+    /// by kind when shown ([`crate::image_warnings`]).
+    pub(super) fn summary_warnings(&self, warnings: &mut Vec<ImageWarning>) {
         for (list, what) in [
-            (&self.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
-            (&self.no_lines, "without DWARF line info (functions, no source lines)"),
-            (&self.unverified, "matched by recorded path only (unverified: no build-id recorded; perf would use the same files)"),
+            (&self.stripped, "user images stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
+            (&self.no_lines, "user images without DWARF line info (functions, no source lines)"),
+            (&self.unverified, "user images matched by recorded path only (unverified: no build-id recorded; perf would use the same files)"),
         ] {
-            if !list.is_empty() {
-                let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
-                if list.len() > 8 {
-                    names.push_str(&format!(" and {} more", list.len() - 8));
-                }
-                let n = list.len();
-                warnings.push(format!("{n} user image(s) {what}: {names}"));
-            }
+            warnings.extend(list.iter().map(|image| ImageWarning {
+                kind: what.to_owned(),
+                image: image.clone(),
+                count: None,
+            }));
         }
     }
 }
