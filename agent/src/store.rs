@@ -20,6 +20,10 @@ pub struct Entry {
     pub size: u64,
     /// The workload's argv joined by spaces; empty for system-wide captures without one.
     pub command: String,
+    /// The capture directory's sequence number (manifest `sequence`, else the id's): what
+    /// orders the list where the board's clock does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
     /// Where the archive is.
     pub path: PathBuf,
     /// Why the manifest could not be read, if it could not.
@@ -74,24 +78,28 @@ pub fn list(dir: &Path) -> Result<Vec<Entry>, Error> {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as u64);
-        let (time, command, error) = match archive::read_manifest(&path) {
+        let (time, command, sequence, error) = match archive::read_manifest(&path) {
             Ok(m) => (
                 m.start_time_ns,
                 m.command.map(|c| c.argv.join(" ")).unwrap_or_default(),
+                m.sequence.map(|s| s.number),
                 None,
             ),
-            Err(e) => (mtime_ns, String::new(), Some(e.to_string())),
+            Err(e) => (mtime_ns, String::new(), None, Some(e.to_string())),
         };
         out.push(Entry {
             id: id.to_string(),
             time: timefmt::iso8601(time),
             size: md.len(),
             command,
+            sequence: sequence.or_else(|| kprof_capture::listing::sequence(id)),
             path,
             error,
         });
     }
-    out.sort_by(|a, b| (&a.time, &a.id).cmp(&(&b.time, &b.id)));
+    // Older agents' captures (no number) came first; a board without a clock restarts its
+    // times at 1970 on every boot.
+    out.sort_by(|a, b| (a.sequence, &a.time, &a.id).cmp(&(b.sequence, &b.time, &b.id)));
     Ok(out)
 }
 

@@ -2,6 +2,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use kprof_capture::time::civil;
+pub use kprof_capture::time::iso8601;
+
 /// Nanoseconds since the Unix epoch.
 pub fn now_ns() -> u64 {
     SystemTime::now()
@@ -10,57 +13,28 @@ pub fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// (year, month, day, hour, minute, second) in UTC.
-pub fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    // Howard Hinnant's days_from_civil inverse.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (rem / 3600) as u32,
-        (rem % 3600 / 60) as u32,
-        (rem % 60) as u32,
-    )
-}
-
-/// `2026-11-22T11:44:34Z`.
-pub fn iso8601(ns: u64) -> String {
-    let (y, mo, d, h, mi, s) = civil(ns / 1_000_000_000);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
-}
-
-/// A capture id: `20261122-114434-1a2b` (UTC time, then 16 bits from pid and nanoseconds so
-/// two captures started in the same second differ).
-pub fn capture_id(ns: u64) -> String {
+/// A capture id: `20261122-114434-0042-1a2b`: UTC time, the capture directory's sequence
+/// number (at least 4 digits; it orders captures where the clock does not, see
+/// `kprof_capture::listing`), then 16 bits from pid and nanoseconds so that captures of two
+/// directories fetched into one place differ.
+pub fn capture_id(ns: u64, sequence: u64) -> String {
     let (y, mo, d, h, mi, s) = civil(ns / 1_000_000_000);
     let salt = ((ns % 1_000_000_000) as u32 ^ std::process::id().rotate_left(16)) & 0xffff;
-    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{salt:04x}")
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{sequence:04}-{salt:04x}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Known instants format as their calendar dates.
+    /// The id carries the date, the time and the sequence number, which the host reads back.
     #[test]
-    fn format_iso8601_known_dates() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
-        assert_eq!(
-            iso8601(1_795_335_874 * 1_000_000_000),
-            "2026-11-22T08:24:34Z"
-        );
-        assert_eq!(iso8601(951_782_400 * 1_000_000_000), "2000-02-29T00:00:00Z");
-        assert!(capture_id(0).starts_with("19700101-000000-"));
+    fn capture_id_format_sequence_read_back() {
+        let id = capture_id(0, 7);
+        assert!(id.starts_with("19700101-000000-0007-"), "{id}");
+        assert_eq!(kprof_capture::listing::sequence(&id), Some(7));
+        let id = capture_id(1_795_335_874 * 1_000_000_000, 123_456);
+        assert!(id.starts_with("20261122-082434-123456-"), "{id}");
+        assert_eq!(kprof_capture::listing::sequence(&id), Some(123_456));
     }
 }

@@ -90,3 +90,71 @@ fn info_json_board_facts() {
             .count()
     );
 }
+
+/// Rewrites the archive's manifest start time to `ns` (and repacks it with the system tar), as
+/// a board that booted again without a real-time clock would have dated the capture.
+fn redate(archive: &std::path::Path, ns: u64, dir: &std::path::Path) {
+    let d = unpack(archive, dir);
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("manifest.json")).unwrap()).unwrap();
+    m["start_time_ns"] = ns.into();
+    m["stop_time_ns"] = (ns + 1).into();
+    std::fs::write(d.join("manifest.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+    let members: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let st = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(archive)
+        .arg("-C")
+        .arg(&d)
+        .args(members)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Each capture of a directory gets the next sequence number (in its id and manifest, with
+/// this boot's id); `list` orders by it, so a capture dated 1970 after a reboot without a
+/// clock still comes after the earlier one.
+#[test]
+fn list_captures_no_rtc_sequence_order() {
+    require_root();
+    let dir = scratch("sequence");
+    let caps = dir.join("caps");
+    let opts = ["-e", "cpu-clock", "-F", "100"];
+    let a = archive_of(&record(&opts, &caps, &["true"]));
+    let b = archive_of(&record(&opts, &caps, &["true"]));
+    let name = |p: &std::path::Path| p.file_name().unwrap().to_str().unwrap().to_owned();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    for (archive, n) in [(&a, 1u64), (&b, 2)] {
+        let m = manifest(&unpack(archive, &dir));
+        let s = m
+            .sequence
+            .unwrap_or_else(|| panic!("no sequence in {}", name(archive)));
+        assert_eq!(s.number, n);
+        assert_eq!(s.boot_id.as_deref(), Some(boot.trim()));
+        assert_eq!(kprof_capture::listing::sequence(&m.capture_id), Some(n));
+        std::fs::remove_dir_all(dir.join("unpacked")).unwrap();
+    }
+    redate(&a, 3_600_000_000_000, &dir);
+    redate(&b, 5_000_000_000, &dir);
+    let out = run_agent(&["list", "--json", "-o", caps.to_str().unwrap()]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let order: Vec<(&str, &str)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), e["time"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (a.to_str().unwrap(), "1970-01-01T01:00:00Z"),
+            (b.to_str().unwrap(), "1970-01-01T00:00:05Z")
+        ]
+    );
+}

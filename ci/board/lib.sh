@@ -29,7 +29,7 @@ board_die() { echo "board: error: $*" >&2; exit 1; }
 
 # Packages the board needs on a Debian 12 host; installed when missing (board_init adds the
 # cross toolchain and QEMU of the board's architecture).
-board_packages=(linux-source-6.1 busybox-static dropbear-bin cpio xz-utils
+board_packages=(linux-source-6.1 dropbear-bin cpio xz-utils bzip2 curl
   bc flex bison libelf-dev libssl-dev dwarves build-essential openssh-client util-linux)
 
 # usage: board_init [--arch x86_64|aarch64] (the script's own arguments). Sets
@@ -192,6 +192,31 @@ board_ensure_module() {
   echo "$hash" >"$dir/build/mychardrv-1.0/.stamp"
 }
 
+# The build directory of busybox under output dir $1 (fails when there is none).
+board_busybox_dir() {
+  local d
+  for d in "$1"/build/busybox-*/; do
+    [ -d "$d" ] && { echo "${d%/}"; return 0; }
+  done
+  return 1
+}
+
+# busybox with symbols and frame pointers: rebuilt when build-busybox changes.
+board_ensure_busybox() {
+  local dir=$1 hash bdir
+  hash=$(sha256sum "$board_here/build-busybox" | cut -c1-16)
+  if bdir=$(board_busybox_dir "$dir") && [ "$(cat "$bdir/.stamp" 2>/dev/null)" = "$hash" ]; then
+    return 0
+  fi
+  board_log "building busybox (about 2 min on 2 cores)"
+  "$board_here/build-busybox" "$dir" >"$dir/logs/busybox-build.log" 2>&1 || {
+    tail -n 30 "$dir/logs/busybox-build.log" >&2
+    board_die "busybox build failed, full log: $dir/logs/busybox-build.log"
+  }
+  bdir=$(board_busybox_dir "$dir")
+  echo "$hash" >"$bdir/.stamp"
+}
+
 # The ssh test key (root's authorized key on the board) and the board's fixed host key live
 # outside the per-kernel dirs so that they survive kernel rebuilds.
 board_ensure_keys() {
@@ -233,7 +258,7 @@ board_agent() {
 # ci/apt-multiarch into $board_cache/debs-aarch64/<hash of the package versions>.
 # dropbear is dynamic: its libraries (and scp's) are in the list; build-rootfs fails naming
 # any library the dynamic loader cannot find there.
-board_arm64_debs=(busybox-static dropbear-bin openssh-client libc6 libcrypt1 libtomcrypt1
+board_arm64_debs=(dropbear-bin openssh-client libc6 libcrypt1 libtomcrypt1
   libtommath1 libgmp10 zlib1g)
 board_userland() {
   if [ "$board_arch" = x86_64 ]; then
@@ -270,6 +295,7 @@ board_ensure_rootfs() {
   ln "$dir/build/linux-$(cat "$dir/kernel-version")/vmlinux" "$s/vmlinux"
   ln "$dir/build/mychardrv-1.0/mychardrv.ko" "$s/mychardrv.ko"
   ln "$dir/build/mychardrv-writer-1.0/mychardrv-writer" "$s/mychardrv-writer"
+  ln "$(board_busybox_dir "$dir")/busybox_unstripped" "$s/busybox"
   [ -z "$agent" ] || cp "$agent" "$s/kprof-agent"
 }
 

@@ -103,8 +103,12 @@ fn board_wrong_vmlinux_kernel_build_id_mismatch() {
                     .is_some_and(|n| n.contains("kernel") || n == "vmlinux")
         })
         .unwrap_or_else(|| panic!("no kernel image in {json:#}"));
-    let status = kernel["symbols"]["status"].as_str().unwrap_or_default();
-    assert!(status == "mismatch" || status == "kallsyms", "{kernel}");
+    // A wrong vmlinux is a mismatch with both ids (issue 24 item 11), names from kallsyms.
+    assert_eq!(kernel["symbols"]["status"], "mismatch", "{kernel}");
+    assert!(
+        kernel["symbols"]["expected"].is_string() && kernel["symbols"]["found"].is_string(),
+        "{kernel}"
+    );
     let warnings = json["warnings"].to_string();
     assert!(warnings.contains("kallsyms"), "{warnings}");
     assert!(

@@ -7,6 +7,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
+use kprof_capture::manifest::Sequence;
 
 /// Space set aside in the work dir while sampling and given back when perf.data cannot be
 /// written any more: room for the feature sections, the manifest and the archive's own
@@ -23,14 +24,21 @@ pub(super) struct WorkDir {
     pub(super) path: PathBuf,
     /// Whether drop leaves the work dir in place.
     pub(super) keep: bool,
+    /// The capture id (`ID` of the archive's name).
+    pub(super) id: String,
+    /// When the id was made, nanoseconds since the Unix epoch.
+    pub(super) created_ns: u64,
+    /// The capture's number in the capture dir, and its boot.
+    pub(super) sequence: Sequence,
 }
 
 impl WorkDir {
-    /// Creates the capture dir if needed and the work dir inside it; creating the work dir
-    /// proves the capture dir writable before sampling starts.
+    /// Creates the capture dir if needed, takes the capture's sequence number and id, and
+    /// creates the work dir inside it; creating the work dir proves the capture dir writable
+    /// before sampling starts.
     /// Refuses, before anything is written, a capture dir with less than `min_free` bytes
     /// available.
-    pub(super) fn create(out_dir: &Path, id: &str, min_free: u64) -> Result<WorkDir, Error> {
+    pub(super) fn create(out_dir: &Path, min_free: u64) -> Result<WorkDir, Error> {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -45,6 +53,9 @@ impl WorkDir {
             .map_err(|e| Error::io(format!("cannot use capture dir {}", out_dir.display()), e))?;
         crate::dir_trust::check(&out_dir)?;
         check_free(&out_dir, min_free)?;
+        let sequence = super::sequence::next(&out_dir)?;
+        let created_ns = crate::timefmt::now_ns();
+        let id = crate::timefmt::capture_id(created_ns, sequence.number);
         let path = out_dir.join(format!(".{id}.partial"));
         fs::DirBuilder::new()
             .mode(0o700)
@@ -59,6 +70,9 @@ impl WorkDir {
             out_dir,
             path,
             keep: false,
+            id,
+            created_ns,
+            sequence,
         })
     }
 

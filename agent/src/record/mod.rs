@@ -1,14 +1,16 @@
 //! `kprof-agent record`: open the events, synthesize the running system's state, stream the
 //! per-CPU ring buffers into perf.data until told to stop, then seal the capture archive.
 //!
-//! One module per step: `signals`, `workload`, `open_events`, `capture_dir`, `kernel_state`,
-//! `sink`, `synthesize`, `stream`, `seal` (private to this module); [`run`] puts them in order.
+//! One module per step: `signals`, `workload`, `open_events`, `capture_dir` (with `sequence`),
+//! `kernel_state`, `sink`, `synthesize`, `stream`, `seal` (private to this module); [`run`]
+//! puts them in order.
 
 mod capture_dir;
 mod kernel_state;
 mod off_cpu;
 mod open_events;
 mod seal;
+mod sequence;
 mod signals;
 mod sink;
 mod stream;
@@ -59,9 +61,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         &mut notices,
     )?;
     let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
-    let start_ns = timefmt::now_ns();
-    let id = timefmt::capture_id(start_ns);
-    let mut work = WorkDir::create(&o.out_dir, &id, o.min_free)?;
+    let mut work = WorkDir::create(&o.out_dir, o.min_free)?;
+    let (start_ns, id) = (work.created_ns, work.id.clone());
     work.reserve()?;
     let mut workload = match &program {
         Some(p) => Some(Workload::spawn(&o.command, p, signals.old_mask())?),

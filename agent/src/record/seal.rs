@@ -130,6 +130,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         truncation,
         ring_dropped: (end.ring_dropped.bytes > 0).then_some(end.ring_dropped),
         skipped_files: skipped,
+        sequence: Some(work.sequence.clone()),
     };
     let json = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::Other(format!("cannot encode manifest: {e}")))?;

@@ -322,12 +322,14 @@ pub fn perf(args: &[&str]) -> (String, String) {
     )
 }
 
-/// Files left in a capture dir (archives and anything else).
+/// Files left in a capture dir (archives and anything else), but the sequence counter
+/// `.kprof-seq`, which stays on purpose.
 pub fn dir_entries(dir: &Path) -> Vec<String> {
     match fs::read_dir(dir) {
         Ok(rd) => rd
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".kprof-seq")
             .collect(),
         Err(_) => Vec::new(),
     }

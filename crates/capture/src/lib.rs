@@ -13,6 +13,7 @@ pub mod info;
 pub mod listing;
 pub mod manifest;
 pub mod perf_abi;
+pub mod time;
 
 pub use manifest::{Manifest, ManifestError};
 

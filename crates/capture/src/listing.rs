@@ -15,7 +15,7 @@ pub struct Listed {
     pub size: u64,
 }
 
-/// Parses the board's output: entries sorted by id, each path once.
+/// Parses the board's output: entries oldest first ([`sequence`], then id), each path once.
 pub fn parse(stdout: &[u8]) -> Vec<Listed> {
     let mut captures: Vec<Listed> = Vec::new();
     for line in String::from_utf8_lossy(stdout).lines() {
@@ -43,13 +43,60 @@ pub fn parse(stdout: &[u8]) -> Vec<Listed> {
             size,
         });
     }
-    captures.sort_by(|a, b| a.id.cmp(&b.id));
+    captures.sort_by(|a, b| order_key(&a.id).cmp(&order_key(&b.id)));
     captures
+}
+
+/// The capture directory's sequence number in an id `YYYYMMDD-HHMMSS-SEQ-SALT` (agents since
+/// the manifest's `sequence`); `None` for the older `YYYYMMDD-HHMMSS-SALT`.
+pub fn sequence(id: &str) -> Option<u64> {
+    let fields: Vec<&str> = id.split('-').collect();
+    match fields.as_slice() {
+        [date, time, seq, _salt]
+            if date.len() == 8 && time.len() == 6 && seq.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            seq.parse().ok()
+        }
+        _ => None,
+    }
+}
+
+/// Oldest first: ids without a sequence number (older agents, which came first) by id, then
+/// the numbered ones by number. A board without a real-time clock dates every capture
+/// 1970-01-01 from its boot on, so the time in the id orders nothing across reboots.
+fn order_key(id: &str) -> (Option<u64>, &str) {
+    (sequence(id), id)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Captures of a board without a clock, rebooted between them (the time in the id went
+    /// back to 1970-01-01 00:00), come out in the order the board made them: by sequence
+    /// number, not by the time; ids of older agents come first.
+    #[test]
+    fn parse_listing_no_rtc_reboot_sequence_order() {
+        let out = b"10 /c/19700101-000912-0002-77aa.kprof.tar.gz\n\
+            10 /c/19700101-000014-0003-0b0b.kprof.tar.gz\n\
+            10 /c/19700101-000020-0010-aaaa.kprof.tar.gz\n\
+            10 /c/19700101-004500-0001-ffff.kprof.tar.gz\n\
+            10 /c/19700101-000100-1234.kprof.tar.gz\n";
+        let ids: Vec<String> = parse(out).into_iter().map(|c| c.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "19700101-000100-1234",
+                "19700101-004500-0001-ffff",
+                "19700101-000912-0002-77aa",
+                "19700101-000014-0003-0b0b",
+                "19700101-000020-0010-aaaa",
+            ]
+        );
+        assert_eq!(sequence("19700101-000020-0010-aaaa"), Some(10));
+        assert_eq!(sequence("19700101-000100-1234"), None);
+        assert_eq!(sequence("x-y-0001-z"), None);
+    }
 
     /// Sizes and paths of real entries are read; junk, empty ids, control characters and
     /// repeats are skipped.

@@ -81,6 +81,25 @@ pub struct Manifest {
     /// when none was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped_files: Option<SkippedFiles>,
+    /// Where the capture stands among the others of its capture directory, for boards whose
+    /// clock does not tell (no RTC, no NTP yet: every time is in 1970). Absent in captures of
+    /// agents before the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<Sequence>,
+}
+
+/// The capture's place in its capture directory (manifest `sequence`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sequence {
+    /// The capture directory's counter: 1 for its first capture, one more for each later one,
+    /// across reboots (it is also the id's third field).
+    pub number: u64,
+    /// `/proc/sys/kernel/random/boot_id` when the capture started; `None` when unreadable.
+    #[serde(default)]
+    pub boot_id: Option<String>,
+    /// `CLOCK_BOOTTIME` when the capture started: nanoseconds since boot, suspend included.
+    #[serde(default)]
+    pub since_boot_ns: Option<u64>,
 }
 
 /// How a truncated capture was cut short (manifest `truncation`).
@@ -557,6 +576,7 @@ mod tests {
             truncation: None,
             ring_dropped: None,
             skipped_files: None,
+            sequence: None,
         };
         serde_json::to_string(&m).unwrap()
     }

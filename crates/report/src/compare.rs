@@ -13,6 +13,7 @@ use kprof_symbols::profile::Profile;
 use serde_json::json;
 
 use crate::diff::{Key, Side};
+use crate::json::two_decimals;
 use crate::Error;
 
 mod html;
@@ -185,7 +186,7 @@ impl Compare {
                     .samples
                     .iter()
                     .zip(&r.percent)
-                    .map(|(n, p)| json!({ "samples": n, "percent": p }))
+                    .map(|(n, p)| json!({ "samples": n, "percent": two_decimals(*p) }))
                     .collect();
                 json!({
                     "image": r.key.image,
@@ -267,5 +268,15 @@ mod tests {
         assert_eq!(v["functions"][0]["captures"][0]["samples"], 25);
         assert_eq!(v["functions"][0]["captures"][1]["samples"], 80);
         assert_eq!(v["more_functions"], 1);
+    }
+
+    /// Shares have two decimals, as in the report's and the diff's JSON (80 of 105 is 76.19 %).
+    #[test]
+    fn compare_json_fixture_percents_two_decimals() {
+        let v = compare().to_json(2);
+        let total_b = compare().columns[1].side.total;
+        assert_eq!(total_b, 105);
+        assert_eq!(v["functions"][0]["captures"][1]["percent"], 76.19);
+        assert_eq!(v["functions"][0]["captures"][0]["percent"], 25.0);
     }
 }

@@ -13,6 +13,7 @@ use kprof_symbols::profile::Profile;
 use kprof_symbols::views::{self, Filter};
 use serde_json::json;
 
+use crate::json::two_decimals;
 use crate::Error;
 
 /// A function as matched between captures.
@@ -237,9 +238,9 @@ impl Diff {
                 json!({
                     "image": r.key.image,
                     "symbol": r.key.function,
-                    "base": { "samples": r.base_samples, "percent": r.base_percent },
-                    "new": { "samples": r.new_samples, "percent": r.new_percent },
-                    "delta_pp": r.delta,
+                    "base": { "samples": r.base_samples, "percent": two_decimals(r.base_percent) },
+                    "new": { "samples": r.new_samples, "percent": two_decimals(r.new_percent) },
+                    "delta_pp": two_decimals(r.delta),
                     "status": r.status.name(),
                 })
             })
@@ -377,6 +378,17 @@ mod tests {
         assert_eq!(v["functions"][0]["base"]["samples"], 70);
         assert_eq!(v["functions"][0]["new"]["samples"], 30);
         assert_eq!(v["functions"][0]["status"], "changed");
+    }
+
+    /// Shares and deltas have two decimals, as in docs/formats.md (30 of 110 is 27.27 %).
+    #[test]
+    fn diff_json_fixture_percents_two_decimals() {
+        let v = diff().to_json();
+        let row = &v["functions"][0];
+        assert_eq!(row["base"]["percent"], 70.0);
+        assert_eq!(row["new"]["percent"], 27.27);
+        assert_eq!(row["delta_pp"], -42.73);
+        assert_eq!(v["functions"][1]["new"]["percent"], 59.09);
         assert_eq!(
             v["new_functions"],
             json!([{ "image": "app", "symbol": "log_stats" }])

@@ -260,37 +260,7 @@ impl Page<'_> {
                 Esc(&image.recorded_path),
                 Esc(image.build_id.as_deref().unwrap_or("none recorded"))
             )?;
-            match &image.symbols {
-                SymbolSource::BuildId { path, origin } => {
-                    write!(
-                        out,
-                        "<span class=\"ok\">build-id match</span> <code>{}</code>",
-                        Esc(&path.display().to_string())
-                    )?;
-                    if let Some(origin) = origin {
-                        write!(out, " from {}", Esc(origin))?;
-                    }
-                }
-                SymbolSource::Mismatch {
-                    path,
-                    expected,
-                    found,
-                } => write!(
-                    out,
-                    "<span class=\"bad\">build-id mismatch, not used</span>: <code>{}</code> has \
-                     <code>{}</code>, the capture recorded <code>{}</code>",
-                    Esc(&path.display().to_string()),
-                    Esc(found),
-                    Esc(expected)
-                )?,
-                SymbolSource::Kallsyms => write!(
-                    out,
-                    "<span class=\"weak\">kallsyms fallback</span>: function names only, no source lines"
-                )?,
-                SymbolSource::Missing { why } => {
-                    write!(out, "<span class=\"bad\">no symbols</span>: {}", Esc(why))?
-                }
-            }
+            write_symbol_status(out, &image.symbols)?;
             writeln!(out, "</td></tr>")?;
         }
         writeln!(out, "</tbody></table>\n</section>")
@@ -318,4 +288,52 @@ fn write_count_cells(out: &mut dyn Write, count: u64, total: u64) -> io::Result<
         out,
         "<td class=\"n\" data-v=\"{count}\">{count}</td><td class=\"n\" data-v=\"{pct}\">{pct:.2}%</td>"
     )
+}
+
+/// The Symbols cell of an image: how its symbols were found, or why none.
+fn write_symbol_status(out: &mut dyn Write, symbols: &SymbolSource) -> io::Result<()> {
+    match symbols {
+        SymbolSource::BuildId { path, origin } => {
+            write!(
+                out,
+                "<span class=\"ok\">build-id match</span> <code>{}</code>",
+                Esc(&path.display().to_string())
+            )?;
+            if let Some(origin) = origin {
+                write!(out, " from {}", Esc(origin))?;
+            }
+        }
+        SymbolSource::Unverified { path } => write!(
+            out,
+            "<span class=\"weak\">unverified: no build-id recorded</span> <code>{}</code> \
+             (found by its recorded path)",
+            Esc(&path.display().to_string())
+        )?,
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            kallsyms,
+        } => write!(
+            out,
+            "<span class=\"bad\">build-id mismatch, not used</span>: <code>{}</code> has \
+             <code>{}</code>, the capture recorded <code>{}</code>{}",
+            Esc(&path.display().to_string()),
+            Esc(found),
+            Esc(expected),
+            if *kallsyms {
+                "; function names from kallsyms, no source lines"
+            } else {
+                ""
+            }
+        )?,
+        SymbolSource::Kallsyms => write!(
+            out,
+            "<span class=\"weak\">kallsyms fallback</span>: function names only, no source lines"
+        )?,
+        SymbolSource::Missing { why } => {
+            write!(out, "<span class=\"bad\">no symbols</span>: {}", Esc(why))?
+        }
+    }
+    Ok(())
 }

@@ -20,9 +20,14 @@ fn pct(n: u64, total: u64) -> f64 {
     if total == 0 {
         0.0
     } else {
-        // Two decimals are plenty and keep the output stable to diff.
-        (n as f64 * 10000.0 / total as f64).round() / 100.0
+        two_decimals(n as f64 * 100.0 / total as f64)
     }
+}
+
+/// A percentage as every kprof JSON document writes it: two decimals are plenty, keep the
+/// output stable to diff, and the exact value follows from the samples and totals beside it.
+pub(crate) fn two_decimals(percent: f64) -> f64 {
+    (percent * 100.0).round() / 100.0
 }
 
 fn symbols(s: &SymbolSource) -> Value {
@@ -30,12 +35,17 @@ fn symbols(s: &SymbolSource) -> Value {
         SymbolSource::BuildId { path, origin } => {
             json!({"status": "build-id", "path": path, "origin": origin})
         }
+        SymbolSource::Unverified { path } => {
+            json!({"status": "unverified", "path": path, "why": "no build-id recorded"})
+        }
         SymbolSource::Mismatch {
             path,
             expected,
             found,
+            kallsyms,
         } => {
-            json!({"status": "mismatch", "path": path, "expected": expected, "found": found})
+            json!({"status": "mismatch", "path": path, "expected": expected, "found": found,
+                   "kallsyms": kallsyms})
         }
         SymbolSource::Kallsyms => json!({"status": "kallsyms"}),
         SymbolSource::Missing { why } => json!({"status": "missing", "why": why}),
@@ -217,6 +227,9 @@ pub fn write_tree(
         }),
     );
     m.insert("tree".into(), node(p, root, root.samples));
+    if dir == Direction::Callers && p.meta.call_chains == Some(false) {
+        m.insert("note".into(), json!(crate::text::NO_CALL_CHAINS));
+    }
     finish(m, out)
 }
 

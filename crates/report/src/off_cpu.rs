@@ -78,9 +78,6 @@ pub fn write_text(p: &Profile, limit: usize, out: &mut dyn Write) -> Result<(), 
             p.meta.lost_samples
         )?;
     }
-    for w in &p.warnings {
-        writeln!(out, "warning: {w}")?;
-    }
     writeln!(out)?;
     writeln!(
         out,

@@ -255,7 +255,10 @@ impl Builder<'_> {
             }
             return id;
         }
-        let with_lines = matches!(img.symbols, SymbolSource::BuildId { .. });
+        let with_lines = matches!(
+            img.symbols,
+            SymbolSource::BuildId { .. } | SymbolSource::Unverified { .. }
+        );
         let filename = if img.recorded_path.is_empty() {
             &img.name
         } else {

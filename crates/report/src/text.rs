@@ -15,6 +15,11 @@ fn pct(n: u64, total: u64) -> f64 {
     }
 }
 
+/// The callers line of a capture whose samples have no call chains: why, and how to get them.
+pub const NO_CALL_CHAINS: &str =
+    "no caller recorded: call chains were not recorded in this capture \
+     (`kprofctl run` records them unless given --no-call-graph; `perf record -g` or --call-graph)";
+
 /// How an image's symbols were found, in a few words.
 pub fn symbol_status(s: &SymbolSource) -> String {
     match s {
@@ -22,8 +27,24 @@ pub fn symbol_status(s: &SymbolSource) -> String {
             Some(origin) => format!("{} ({origin})", path.display()),
             None => path.display().to_string(),
         },
-        SymbolSource::Mismatch { path, found, .. } => {
-            format!("MISMATCH {} (build-id {found}): not used", path.display())
+        SymbolSource::Unverified { path } => {
+            format!("{} (unverified: no build-id recorded)", path.display())
+        }
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            kallsyms,
+        } => {
+            let names = if *kallsyms {
+                "; names from kallsyms, no source lines"
+            } else {
+                ""
+            };
+            format!(
+                "MISMATCH {} (build-id {found}, recorded {expected}): not used{names}",
+                path.display()
+            )
         }
         SymbolSource::Kallsyms => "kallsyms (names only, no source lines)".into(),
         SymbolSource::Missing { why } => format!("no symbols: {why}"),
@@ -269,6 +290,7 @@ pub fn write_tree(
     let direct: u64 = root.children.iter().map(|c| c.samples).sum();
     if root.samples > direct {
         let none = match dir {
+            Direction::Callers if p.meta.call_chains == Some(false) => NO_CALL_CHAINS,
             Direction::Callers => "no caller recorded (stack ends here)",
             Direction::Callees => "self (in the function itself)",
         };

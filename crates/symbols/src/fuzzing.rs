@@ -87,6 +87,7 @@ pub fn archive_members(bytes: &[u8]) {
             build_id: None,
             kallsyms: None,
             vmlinux_dir: Some(PathBuf::from("/nonexistent/kprof-fuzz/boot")),
+            nodename: None,
         }),
         ..Options::default()
     };

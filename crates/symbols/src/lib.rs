@@ -25,6 +25,7 @@ mod error;
 pub mod fuzzing;
 #[doc(hidden)]
 pub mod fuzzing_host;
+pub mod image_warnings;
 pub mod index;
 pub mod kallsyms;
 pub mod limits;

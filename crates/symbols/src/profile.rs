@@ -28,12 +28,28 @@ pub struct Profile {
     /// Anything the user must know about the result: mismatched build-ids, kallsyms fallbacks,
     /// lost samples, unreadable files. Never dropped silently.
     pub warnings: Vec<String>,
+    /// Warnings about single images (no symbols, no unwind tables...), kept apart from
+    /// `warnings` so that a view shows one line per kind for the images its samples touch
+    /// ([`crate::image_warnings::grouped`]).
+    pub image_warnings: Vec<ImageWarning>,
     /// Where the capture came from.
     pub meta: Meta,
     /// Blocked time, when the capture recorded context switches (`record --off-cpu`, perf's
     /// `-e sched:sched_switch`); its events are apart from the on-CPU ones
     /// ([`crate::off_cpu`]).
     pub off_cpu: Option<OffCpu>,
+}
+
+/// What one image lacks, shown grouped with the other images that lack the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageWarning {
+    /// What the images of the group lack: the line's text before the image list, the same
+    /// for every image of the group.
+    pub kind: String,
+    /// The image's name ([`Image::name`]).
+    pub image: String,
+    /// How many stacks or samples it concerns, when counted (unwinds that stopped in it).
+    pub count: Option<u64>,
 }
 
 /// Off-CPU time of a capture with context switches.
@@ -91,6 +107,10 @@ pub struct Meta {
     pub lost_samples: u64,
     /// The command line that was profiled, when recorded.
     pub command: Option<String>,
+    /// Whether the samples carry call chains (PERF_SAMPLE_CALLCHAIN or a user stack copy for
+    /// DWARF unwinding) in any event; `None` when not known (a profile not read from a
+    /// capture).
+    pub call_chains: Option<bool>,
     /// Its process id, when recorded (manifest `command.pid`).
     pub workload_pid: Option<i32>,
     /// The build trees source files are shown relative to (see [`Profile::source_path`]):
@@ -198,6 +218,12 @@ pub enum SymbolSource {
         /// on this host.
         origin: Option<String>,
     },
+    /// No build-id was recorded for the image (perf 6.x `record -z`, pipe mode): a file
+    /// found by the recorded path or name, as perf finds it, used unverified.
+    Unverified {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file with the right name and another build-id was found and NOT used.
     Mismatch {
         /// The file.
@@ -206,6 +232,8 @@ pub enum SymbolSource {
         expected: String,
         /// The build-id of the file.
         found: String,
+        /// A kernel image whose function names come from kallsyms instead (no lines).
+        kallsyms: bool,
     },
     /// Kernel or module names from the capture's kallsyms snapshot: functions, no lines.
     Kallsyms,

@@ -1,9 +1,13 @@
-//! Finding the symbol file of an image: by GNU build-id and nothing else.
+//! Finding the symbol file of an image: by GNU build-id, and by path only when none was recorded.
 //!
 //! Looked up in order: the build-id index of the user's symbol paths, perf's `~/.debug` cache,
 //! `/usr/lib/debug/.build-id`, and the path recorded on the target when it exists here; then
 //! the [`SymbolProvider`]s (debuginfod) for what none of them has. A file with the image's name
 //! and another build-id is remembered to report the mismatch.
+//!
+//! An image for which no build-id was recorded (perf 6.x `record -z`, pipe mode) is looked
+//! up by its recorded path as perf does ([`Sources::find_by_path`]); what that finds is
+//! unverified and labelled so.
 
 use crate::elf::map_file;
 use crate::index::BuildIdIndex;
@@ -32,6 +36,14 @@ pub enum Lookup {
         path: PathBuf,
         /// Its build-id.
         found: String,
+    },
+    /// No build-id was recorded: `path` was found by the recorded path or file name and
+    /// could not be checked. `debug` as in `Found`.
+    Unverified {
+        /// The file found by path.
+        path: PathBuf,
+        /// Its split debug file (by the file's own build-id), when there is one.
+        debug: Option<PathBuf>,
     },
     /// Nothing; the reason.
     Missing(String),
@@ -138,6 +150,57 @@ impl Sources {
             why.push_str(&r);
         }
         Lookup::Missing(why)
+    }
+
+    /// The file of an image for which no build-id was recorded, by its `recorded_path`, as
+    /// perf finds it: under a symbol path at the recorded path (a sysroot, a target dir),
+    /// the recorded path itself when `host_capture` (the capture was made on this host),
+    /// then a file with the recorded file name under the symbol paths. The first found wins;
+    /// when it has a build-id of its own, the best file with that id (DWARF, split debug)
+    /// is used in its place.
+    pub fn find_by_path(&self, recorded_path: &Path, host_capture: bool) -> Lookup {
+        let name = recorded_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let relative = recorded_path.strip_prefix("/").unwrap_or(recorded_path);
+        let named: Vec<&Path> = self
+            .index
+            .by_name(&name)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        let under_root = named
+            .iter()
+            .filter(|p| !relative.as_os_str().is_empty() && p.ends_with(relative));
+        let host = (host_capture && self.use_recorded_paths).then_some(recorded_path);
+        let first = under_root
+            .copied()
+            .chain(host)
+            .chain(named.iter().copied())
+            .find_map(|p| Some((p, facts(p)?)));
+        let Some((path, f)) = first else {
+            return Lookup::Missing(format!(
+                "no build-id was recorded for it, and no file {name:?} is under the symbol paths{}",
+                if host.is_some() {
+                    format!(" or at {}", recorded_path.display())
+                } else {
+                    String::new()
+                }
+            ));
+        };
+        let better = f
+            .build_id
+            .as_deref()
+            .filter(|id| check_build_id(id).is_ok())
+            .and_then(|id| self.find_here(id, Some(path)));
+        match better {
+            Some(Lookup::Found { path, debug, .. }) => Lookup::Unverified { path, debug },
+            _ => Lookup::Unverified {
+                path: path.to_path_buf(),
+                debug: None,
+            },
+        }
     }
 
     /// The best file with build-id `id` in the local places, and its split debug file.

@@ -138,6 +138,7 @@ fn manifest(
         truncation: None,
         ring_dropped: None,
         skipped_files: None,
+        sequence: None,
     }
 }
 
@@ -294,7 +295,8 @@ fn symbolize_archive_module_source_paths_relative_to_tree() {
     }
 }
 
-/// A module file with another build-id is reported with both ids, not used; kallsyms names it.
+/// A module file with another build-id is reported with both ids, not used; kallsyms names it
+/// and the status stays a mismatch.
 #[test]
 fn symbolize_archive_module_mismatch_reported() {
     let ko = common::shared_module();
@@ -303,7 +305,15 @@ fn symbolize_archive_module_mismatch_reported() {
     let cap = archive(tmp.path(), ko, recorded, true);
     let (p, _) = common::symbolize(&cap, &[ko.parent().unwrap().to_path_buf()]);
     let actual = build_id_of(ko);
-    assert_eq!(module_image(&p).symbols, SymbolSource::Kallsyms);
+    assert_eq!(
+        module_image(&p).symbols,
+        SymbolSource::Mismatch {
+            path: ko.to_path_buf(),
+            expected: recorded.into(),
+            found: actual.clone(),
+            kallsyms: true,
+        }
+    );
     assert!(
         p.warnings
             .iter()

@@ -55,3 +55,61 @@ fn build_id_of_bin_true() -> String {
     let id = obj.build_id().unwrap().unwrap();
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// Lookup places of the index `dir` with the recorded paths allowed, nothing else.
+fn path_sources(dir: &std::path::Path) -> kprof_symbols::sources::Sources {
+    kprof_symbols::sources::Sources {
+        index: BuildIdIndex::update(&[dir.to_path_buf()], None, &mut |_| {}).unwrap(),
+        perf_cache: None,
+        debug_roots: Vec::new(),
+        use_recorded_paths: true,
+        providers: Vec::new(),
+    }
+}
+
+/// No build-id recorded: the file at the recorded path under a symbol path (a sysroot) wins
+/// over another file of that name elsewhere in the symbol paths, and is unverified.
+#[test]
+fn find_by_path_index_sysroot_suffix_before_name() {
+    use kprof_symbols::sources::Lookup;
+    let tmp = tempfile::tempdir().unwrap();
+    let sysroot_bin = tmp.path().join("out/target/usr/bin");
+    std::fs::create_dir_all(&sysroot_bin).unwrap();
+    std::fs::create_dir_all(tmp.path().join("aaa")).unwrap();
+    // Sorted first by path: a name-only pick would take it.
+    std::fs::copy("/bin/false", tmp.path().join("aaa/app")).unwrap();
+    std::fs::copy("/bin/true", sysroot_bin.join("app")).unwrap();
+    let s = path_sources(tmp.path());
+    assert_eq!(
+        s.find_by_path(std::path::Path::new("/usr/bin/app"), false),
+        Lookup::Unverified {
+            path: sysroot_bin.join("app"),
+            debug: None
+        }
+    );
+    // Only the name matches: that file, still unverified.
+    assert_eq!(
+        s.find_by_path(std::path::Path::new("/opt/elsewhere/app"), false),
+        Lookup::Unverified {
+            path: tmp.path().join("aaa/app"),
+            debug: None
+        }
+    );
+}
+
+/// The recorded path itself is opened only for a capture recorded on this host: a board's
+/// `/bin/true` is not this host's.
+#[test]
+fn find_by_path_host_file_only_on_host_capture() {
+    use kprof_symbols::sources::Lookup;
+    let tmp = tempfile::tempdir().unwrap();
+    let s = path_sources(tmp.path());
+    let recorded = std::path::Path::new("/bin/true");
+    assert!(
+        matches!(s.find_by_path(recorded, false), Lookup::Missing(why) if why.contains("\"true\"")),
+    );
+    assert!(matches!(
+        s.find_by_path(recorded, true),
+        Lookup::Unverified { path, .. } if path == recorded
+    ));
+}

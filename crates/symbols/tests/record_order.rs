@@ -140,6 +140,7 @@ fn symbolize_with(perf_data: &Path, program_dir: &Path) -> Profile {
             }),
             kallsyms: Some("/proc/kallsyms".into()),
             vmlinux_dir: None,
+            nodename: None,
         }),
         ..kprof_symbols::Options::default()
     };

@@ -219,17 +219,17 @@ pub fn run_and_fetch(board: &Board, extra: &[&str], workload: &[&str]) -> (PathB
     (local, err)
 }
 
-/// The user's day's `kprofctl fetch` (every new capture, reported against the board's
-/// symbols): the summary names char_dev_cache_traverse and points at the HTML report. Returns
-/// the local copy of `capture` (its path on the board).
+/// The user's day's `kprofctl fetch`, without a flag: every new capture, reported against
+/// the board's Buildroot-like output dir that `kprof.toml` names (as `ci/quickstart` writes
+/// it); the summary names char_dev_cache_traverse and points at the HTML report. Returns the
+/// local copy of `capture` (its path on the board).
 pub fn fetch_day(board: &Board, capture: &str) -> PathBuf {
-    let (ok, out, err) = outcome(
-        board
-            .kprofctl()
-            .arg("fetch")
-            .arg("--symbols")
-            .arg(&board.symbols),
+    let config = format!(
+        "[symbols]\nbuildroot = {:?}\n",
+        env("KPROF_BOARD_BUILDROOT")
     );
+    std::fs::write(board.work.path().join("kprof.toml"), config).unwrap();
+    let (ok, out, err) = outcome(board.kprofctl().arg("fetch"));
     assert!(ok, "fetch failed: {err}");
     assert!(
         out.contains("char_dev_cache_traverse"),
@@ -245,7 +245,8 @@ pub fn fetch_day(board: &Board, capture: &str) -> PathBuf {
 }
 
 /// The user's day's call path: `--callers char_dev_cache_traverse` goes through
-/// mychardrv_write and the kernel's write path, vmlinux frames with file:line.
+/// mychardrv_write and the kernel's write path, vmlinux frames with file:line, up to the
+/// shell's echo builtin that wrote (busybox's echo_main and ash_main, named by its symbols).
 pub fn check_day_callers(board: &Board, capture: &Path) {
     let (ok, tree, err) = outcome(
         board
@@ -264,6 +265,8 @@ pub fn check_day_callers(board: &Board, capture: &Path) {
         "ksys_write",
         "vmlinux",
         "mychardrv.ko",
+        "echo_main (busybox)",
+        "ash_main (busybox)",
     ] {
         assert!(tree.contains(needle), "`{needle}` missing from:\n{tree}");
     }

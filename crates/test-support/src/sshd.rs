@@ -18,6 +18,7 @@ pub struct Sshd {
     pub port: u16,
     child: Child,
     key: PathBuf,
+    extra: String,
 }
 
 /// Where the servers' directories go: the target directory's `tmp/` (what cargo names
@@ -57,40 +58,32 @@ impl Sshd {
         let key = dir.path().join(format!("host_{key_type}"));
         keygen(&key, key_type, "test-host");
         std::fs::write(dir.path().join("authorized_keys"), "").unwrap();
-        for _ in 0..5 {
-            let port = free_port();
-            let config = dir.path().join("sshd_config");
-            std::fs::write(&config, config_text(&dir, &key, port, extra)).unwrap();
-            let mut child = Command::new("/usr/sbin/sshd")
-                .args(["-D", "-e", "-f"])
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(dir.path().join("sshd.log")).unwrap())
-                .spawn()
-                .expect("start sshd");
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(10) {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Sshd {
-                        dir,
-                        port,
-                        child,
-                        key,
-                    };
-                }
-                if child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+        let (port, child) = spawn_sshd(dir.path(), &key, extra);
+        Sshd {
+            dir,
+            port,
+            child,
+            key,
+            extra: extra.to_owned(),
+        }
+    }
+
+    /// Stops sshd and starts it again on another free port with the same host key, config
+    /// and authorized keys, as a board that rebooted onto a new forwarded port.
+    pub fn restart_on_new_port(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let old = self.port;
+        loop {
+            let (port, child) = spawn_sshd(self.dir.path(), &self.key, &self.extra);
+            if port != old {
+                (self.port, self.child) = (port, child);
+                return;
             }
+            let mut child = child;
             let _ = child.kill();
             let _ = child.wait();
         }
-        panic!(
-            "sshd did not start: {}",
-            std::fs::read_to_string(dir.path().join("sshd.log")).unwrap_or_default()
-        );
     }
 
     /// Its public host key, as a `known_hosts` line without the host name.
@@ -140,9 +133,43 @@ impl Drop for Sshd {
     }
 }
 
+/// Starts `/usr/sbin/sshd -D` with config in `dir` and host key `key` on a free port; returns
+/// the port it answers on.
+fn spawn_sshd(dir: &Path, key: &Path, extra: &str) -> (u16, Child) {
+    for _ in 0..5 {
+        let port = free_port();
+        let config = dir.join("sshd_config");
+        std::fs::write(&config, config_text(dir, key, port, extra)).unwrap();
+        let mut child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
+            .spawn()
+            .expect("start sshd");
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return (port, child);
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!(
+        "sshd did not start: {}",
+        std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
+    );
+}
+
 /// `extra` first: sshd takes the first value of a keyword, so a test's lines win over these
 /// defaults (LogLevel for the jump host tests).
-fn config_text(dir: &tempfile::TempDir, key: &Path, port: u16, extra: &str) -> String {
+fn config_text(dir: &Path, key: &Path, port: u16, extra: &str) -> String {
     format!(
         "{extra}\nPort {port}\nListenAddress 127.0.0.1\nHostKey {key}\n\
          PidFile {pid}\nAuthorizedKeysFile {auth}\nStrictModes no\n\
@@ -150,8 +177,8 @@ fn config_text(dir: &tempfile::TempDir, key: &Path, port: u16, extra: &str) -> S
          KbdInteractiveAuthentication no\nUsePAM no\nPubkeyAuthentication yes\n\
          MaxAuthTries 10\nLogLevel ERROR\n",
         key = key.display(),
-        pid = dir.path().join("sshd.pid").display(),
-        auth = dir.path().join("authorized_keys").display(),
+        pid = dir.join("sshd.pid").display(),
+        auth = dir.join("authorized_keys").display(),
     )
 }
 

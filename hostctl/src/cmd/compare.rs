@@ -54,8 +54,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .captures
         .iter()
         .map(|path| {
-            super::report::load(path, &args.symbols)
-                .map(|loaded| kprof_symbols::off_cpu::on_cpu(loaded.profile))
+            super::report::load(path, &args.symbols).map(|loaded| {
+                let mut p = kprof_symbols::off_cpu::on_cpu(loaded.profile);
+                args.symbols.add_image_warnings(&mut p);
+                p
+            })
         })
         .collect::<anyhow::Result<_>>()?;
     let event = match &args.event {

@@ -93,12 +93,14 @@ pub fn deploy(
     }
     let sum = transfer::sha256_file(&local)?;
 
-    let path = match upload(remote, &bytes, install_path, &sum) {
-        Ok(path) => path,
-        // A directory others can write is refused, not worked around: the user named it.
+    let installed = match upload(remote, &bytes, install_path, &sum) {
+        Ok(installed) => installed,
+        // A directory others can write is refused, not worked around: the user named it. An
+        // agent that does not run would not run from the fallback either.
         Err(first)
             if install_path != board::AGENT_FALLBACK_PATH
-                && first.downcast_ref::<Refused>().is_none() =>
+                && first.downcast_ref::<Refused>().is_none()
+                && first.downcast_ref::<DoesNotRun>().is_none() =>
         {
             crate::term::note(format_args!(
                 "{t}: cannot install to {install_path} ({first:#}); \
@@ -109,8 +111,7 @@ pub fn deploy(
         }
         Err(e) => return Err(e),
     };
-    let version = board::agent_version(remote, &path)?;
-    Ok(Installed { path, version })
+    Ok(installed)
 }
 
 /// An install directory other local users could write to (or own): never used.
@@ -148,9 +149,9 @@ fn prepare_script(dir: &str, name: &str) -> String {
 
 /// Writes `bytes` next to `dest` under a temporary name, so a cut upload never leaves a broken
 /// agent in place, checks what arrived and moves it to `dest`. Staging and install go through
-/// the directory's real path, checked first (never a directory others can write). Returns the
-/// installed path.
-fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Result<String> {
+/// the directory's real path, checked first (never a directory others can write). The staged
+/// file must run (`--version`) before it replaces anything. Returns the installed agent.
+fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Result<Installed> {
     let dest_path = Path::new(dest);
     let (Some(dir), Some(name)) = (dest_path.parent(), dest_path.file_name()) else {
         anyhow::bail!("--install-path {dest}: not a file path on the board");
@@ -198,12 +199,66 @@ fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Re
         let _ = remote.exec(&format!("rm -f {}", quote(&tmp)));
         anyhow::bail!("the uploaded agent does not match the local file (board says `{reply}`)");
     }
+    let version = match check_runs(remote, &tmp) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = remote.exec(&format!("rm -f {}", quote(&tmp)));
+            return Err(e);
+        }
+    };
     remote.exec_ok(
         &format!("mv -f {} {}", quote(&tmp), quote(&dest)),
         &format!("installing {dest}"),
     )?;
-    Ok(dest)
+    Ok(Installed {
+        path: dest,
+        version,
+    })
 }
+
+/// Lines of the board's output shown when the staged agent does not run.
+const SHOWN_LINES: usize = 5;
+
+/// Runs the staged agent's `--version` where it landed, so that one that cannot run there (a
+/// dynamically linked build missing a library, a noexec mount) never replaces a working one.
+/// The error carries what the board printed: the loader names the missing library.
+fn check_runs(remote: &Remote, staged: &str) -> anyhow::Result<String> {
+    let out = remote.exec(&format!("{} --version </dev/null 2>&1", quote(staged)))?;
+    let said = out.stdout_str();
+    if out.status == 0 {
+        return Ok(said.trim().to_owned());
+    }
+    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    let shown = match lines.len() {
+        0 => "no output".to_owned(),
+        n if n <= SHOWN_LINES => lines.join("\n"),
+        n => format!(
+            "{}\n({} more lines)",
+            lines[..SHOWN_LINES].join("\n"),
+            n - SHOWN_LINES
+        ),
+    };
+    Err(DoesNotRun(format!(
+        "{}: the uploaded agent does not run on the board (`{staged} --version` exit status \
+         {}):\n{shown}\nthe agent installed there before, if any, is untouched; \
+         ci/build-agent builds the static agent boards need",
+        remote.target, out.status
+    ))
+    .into())
+}
+
+/// The staged agent failed its check: the binary is at fault, not the directory, so no other
+/// install directory is tried.
+#[derive(Debug)]
+struct DoesNotRun(String);
+
+impl std::fmt::Display for DoesNotRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DoesNotRun {}
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)

@@ -50,8 +50,11 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // the build-id index stored by the first.
     let load = |path: &Path| -> anyhow::Result<Profile> {
         // The loader's errors name the capture already.
-        super::report::load(path, &args.symbols)
-            .map(|loaded| kprof_symbols::off_cpu::on_cpu(loaded.profile))
+        super::report::load(path, &args.symbols).map(|loaded| {
+            let mut p = kprof_symbols::off_cpu::on_cpu(loaded.profile);
+            args.symbols.add_image_warnings(&mut p);
+            p
+        })
     };
     let base = load(&args.base)?;
     let new = load(&args.new)?;

@@ -123,9 +123,10 @@ fn fetch_list(
         let dest = local_path(&args.dest, cap);
         if dest.exists() {
             crate::term::note(format_args!(
-                "{} is already here: {}",
+                "{} is already here: {} (fetched {})",
                 cap.id,
-                dest.display()
+                dest.display(),
+                fetched_at(&dest)
             ));
             fetched.push(dest);
             continue;
@@ -133,8 +134,9 @@ fn fetch_list(
         match transfer::download(remote, cap, &args.dest) {
             Ok(path) => {
                 crate::term::note(format_args!(
-                    "fetched {} ({} bytes, sha256 verified)",
+                    "fetched {} at {} ({} bytes, sha256 verified)",
                     path.display(),
+                    fetched_at(&path),
                     cap.size
                 ));
                 fetched.push(path);
@@ -154,16 +156,20 @@ fn fetch_list(
     if !args.no_report {
         for path in &fetched {
             println!(
-                "== {}",
-                kprof_report::escape::controls(&path.display().to_string())
+                "== {} (fetched {})",
+                kprof_report::escape::controls(&path.display().to_string()),
+                fetched_at(path)
             );
             if let Err(e) = crate::cmd::report::summarize_fetched(path, &args.symbols) {
-                crate::term::note(format_args!(
-                    "{}: {}",
-                    path.display(),
-                    crate::term::error_text(&e)
-                ));
-                failures.push(path.display().to_string());
+                let why = crate::term::error_text(&e);
+                let shown = path.display().to_string();
+                // Most report errors name the capture already; say it once.
+                if why.contains(&shown) {
+                    crate::term::note(why);
+                } else {
+                    crate::term::note(format_args!("{shown}: {why}"));
+                }
+                failures.push(shown);
             }
         }
     }
@@ -177,6 +183,19 @@ fn fetch_list(
         );
     }
     Ok(fetched)
+}
+
+/// When the capture arrived here, by the host's clock (its file's mtime, set as the download
+/// ended), in UTC: the id's date is the board's, which says 1970 on boards without a clock.
+fn fetched_at(path: &Path) -> String {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(
+            || "time unknown".to_owned(),
+            |d| kprof_capture::time::iso8601(d.as_nanos() as u64),
+        )
 }
 
 fn local_path(dest: &Path, cap: &RemoteCapture) -> PathBuf {

@@ -35,6 +35,10 @@ pub fn options(symbol_paths: Vec<PathBuf>) -> kprof_symbols::Options {
             build_id: running_kernel_build_id(Path::new("/sys/kernel/notes")),
             kallsyms: Some(PathBuf::from("/proc/kallsyms")),
             vmlinux_dir: Some(PathBuf::from("/usr/lib/debug/boot")),
+            nodename: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty()),
         }),
         source_prefix: Vec::new(),
         providers: Vec::new(),

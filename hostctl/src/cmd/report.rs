@@ -353,11 +353,12 @@ fn project(args: &ReportArgs, l: Loaded, events: &[usize]) -> anyhow::Result<Loa
         Some(t) => views::into_time_window(l.profile, t.start, t.end),
         None => l.profile,
     };
-    let projected = Loaded {
+    let mut projected = Loaded {
         profile: views::select_events(views::filtered(windowed, &filter), events),
         symbolizer: l.symbolizer,
         prefixes: l.prefixes,
     };
+    args.symbols.add_image_warnings(&mut projected.profile);
     let p = &projected.profile;
     for w in &p.warnings {
         crate::term::warning(w);
@@ -536,12 +537,14 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         );
     }
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
+    symbols.add_image_warnings(&mut l.profile);
     let p = &l.profile;
+    if p.stacks.is_empty() {
+        warn_no_samples(capture, &p.warnings);
+        return Ok(());
+    }
     for w in &p.warnings {
         crate::term::warning(w);
-    }
-    if p.stacks.is_empty() {
-        anyhow::bail!("{}: the capture has no samples", capture.display());
     }
     let mut stdout = std::io::stdout().lock();
     // The summary is about what the board was busy with; the HTML and `kprofctl report` keep
@@ -576,6 +579,33 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         kprof_report::escape::controls(&html.display().to_string())
     )?;
     Ok(())
+}
+
+/// A capture without samples is what the board recorded, not a failed download: one warning
+/// line names it with the events' reasons; the other warnings follow as they are.
+fn warn_no_samples(capture: &Path, warnings: &[String]) {
+    let is_event = |w: &String| w.starts_with("event ") && w.contains(" has no samples: ");
+    let reasons: Vec<&str> = warnings
+        .iter()
+        .filter(|w| is_event(w))
+        .map(String::as_str)
+        .collect();
+    let why = if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", reasons.join("; "))
+    };
+    crate::term::warning(format_args!(
+        "{}: the capture has no samples{why}",
+        capture.display()
+    ));
+    // The symbolizer's own "the capture has no samples" is the line above.
+    let rest = warnings
+        .iter()
+        .filter(|w| !is_event(w) && w.as_str() != "the capture has no samples");
+    for w in rest {
+        crate::term::warning(w);
+    }
 }
 
 #[cfg(test)]

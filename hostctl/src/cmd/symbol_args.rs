@@ -23,6 +23,21 @@ pub struct SymbolArgs {
     /// are still used.
     #[arg(long)]
     pub offline: bool,
+    /// Name every image in the warnings about images (without, each kind names the four
+    /// most concerned and counts the rest).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+impl SymbolArgs {
+    /// Appends to `p`'s warnings one line per kind of its image warnings, for the images its
+    /// (filtered) samples touch; call it once the profile is cut to what is shown.
+    pub fn add_image_warnings(&self, p: &mut kprof_symbols::profile::Profile) {
+        let named = (!self.verbose).then_some(kprof_symbols::image_warnings::NAMED);
+        let lines = kprof_symbols::image_warnings::grouped(p, named);
+        p.warnings.extend(lines);
+        p.image_warnings.clear();
+    }
 }
 
 /// `kprof.toml` as far as symbols go.
@@ -33,9 +48,15 @@ struct Config {
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ConfigSymbols {
+    /// As `--symbols`.
     #[serde(default)]
     paths: Vec<PathBuf>,
+    /// As `--buildroot`, when the command line gives none.
+    buildroot: Option<PathBuf>,
+    /// As `--yocto`, when the command line gives none (before `$BUILDDIR`).
+    yocto: Option<PathBuf>,
 }
 
 /// The nearest `kprof.toml` in the working directory or above; `$KPROF_CONFIG` overrides.
@@ -55,22 +76,31 @@ fn config_file() -> Option<PathBuf> {
     }
 }
 
-fn config_paths() -> anyhow::Result<Vec<PathBuf>> {
-    let Some(file) = config_file() else {
-        return Ok(Vec::new());
-    };
+/// `kprof.toml`'s `[symbols]`, its relative paths made relative to the file, not to where
+/// kprofctl runs; empty without a file.
+fn config_symbols() -> anyhow::Result<ConfigSymbols> {
+    match config_file() {
+        Some(file) => read_config(&file),
+        None => Ok(ConfigSymbols::default()),
+    }
+}
+
+fn read_config(file: &Path) -> anyhow::Result<ConfigSymbols> {
     let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let cfg: Config =
         toml::from_str(&text).with_context(|| format!("{}: bad kprof.toml", file.display()))?;
     let base = file.parent().unwrap_or(Path::new("."));
-    // Relative paths in kprof.toml are relative to the file, not to where kprofctl runs.
-    Ok(cfg
-        .symbols
+    let mut symbols = cfg.symbols;
+    for p in symbols
         .paths
-        .into_iter()
-        .map(|p| base.join(p))
-        .collect())
+        .iter_mut()
+        .chain(&mut symbols.buildroot)
+        .chain(&mut symbols.yocto)
+    {
+        *p = base.join(&*p);
+    }
+    Ok(symbols)
 }
 
 impl SymbolArgs {
@@ -94,8 +124,9 @@ impl SymbolArgs {
                 out.push(p.clone());
             }
         }
-        out.extend(config_paths()?);
-        let yocto = self.yocto.clone().or_else(|| {
+        let config = config_symbols()?;
+        out.extend(config.paths);
+        let yocto = self.yocto.clone().or(config.yocto).or_else(|| {
             std::env::var_os("BUILDDIR")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
@@ -105,7 +136,7 @@ impl SymbolArgs {
                 .with_context(|| format!("Yocto build directory {}", y.display()))?;
             out.extend(found);
         }
-        if let Some(b) = &self.buildroot {
+        if let Some(b) = self.buildroot.as_ref().or(config.buildroot.as_ref()) {
             let found = crate::discover::buildroot_symbol_paths(b)
                 .with_context(|| format!("Buildroot output directory {}", b.display()))?;
             out.extend(found);
@@ -134,5 +165,33 @@ impl SymbolArgs {
                 .collect(),
             ..super::host_symbols::options(paths)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[symbols]` of kprof.toml: paths, buildroot and yocto relative to the file; an unknown
+    /// key is an error naming the file.
+    #[test]
+    fn read_config_kprof_toml_relative_to_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kprof.toml");
+        std::fs::write(
+            &file,
+            "[symbols]\npaths = [\"syms\", \"/abs\"]\nbuildroot = \"br/output\"\nyocto = \"/y\"\n",
+        )
+        .unwrap();
+        let c = read_config(&file).unwrap();
+        assert_eq!(c.paths, [dir.path().join("syms"), PathBuf::from("/abs")]);
+        assert_eq!(c.buildroot, Some(dir.path().join("br/output")));
+        assert_eq!(c.yocto, Some(PathBuf::from("/y")));
+        std::fs::write(&file, "[symbols]\nbuildrot = \"x\"\n").unwrap();
+        let err = format!("{:#}", read_config(&file).unwrap_err());
+        assert!(
+            err.contains("kprof.toml") && err.contains("buildrot"),
+            "{err}"
+        );
     }
 }

@@ -23,7 +23,8 @@ pub struct SymbolsArgs {
 }
 
 pub fn run(args: SymbolsArgs) -> anyhow::Result<()> {
-    let l = load(&args.capture, &args.symbols)?;
+    let mut l = load(&args.capture, &args.symbols)?;
+    args.symbols.add_image_warnings(&mut l.profile);
     let rows = views::images(&l.profile, &Filter::default());
     if args.json {
         return write_json(&l, &rows);
@@ -57,11 +58,12 @@ fn write_json(l: &Loaded, rows: &[views::ImageRow]) -> anyhow::Result<()> {
             let img = &p.images[r.image];
             let (status, path, origin) = match &img.symbols {
                 SymbolSource::BuildId { path, origin } => ("build-id", Some(path), origin.clone()),
+                SymbolSource::Unverified { path } => ("unverified", Some(path), None),
                 SymbolSource::Mismatch { path, .. } => ("mismatch", Some(path), None),
                 SymbolSource::Kallsyms => ("kallsyms", None, None),
                 SymbolSource::Missing { .. } => ("missing", None, None),
             };
-            serde_json::json!({
+            let mut row = serde_json::json!({
                 "image": img.name,
                 "recorded_path": img.recorded_path,
                 "build_id": img.build_id,
@@ -70,7 +72,20 @@ fn write_json(l: &Loaded, rows: &[views::ImageRow]) -> anyhow::Result<()> {
                 "origin": origin,
                 "detail": symbol_status(&img.symbols),
                 "samples": samples(r),
-            })
+            });
+            // A CI gate reads the two ids of a mismatch here, as in the report's JSON.
+            if let SymbolSource::Mismatch {
+                expected,
+                found,
+                kallsyms,
+                ..
+            } = &img.symbols
+            {
+                row["expected"] = expected.as_str().into();
+                row["found"] = found.as_str().into();
+                row["kallsyms"] = (*kallsyms).into();
+            }
+            row
         })
         .collect();
     let v = serde_json::json!({
@@ -105,11 +120,14 @@ fn write_table(l: &Loaded, rows: &[views::ImageRow]) -> anyhow::Result<()> {
         "samples", "%", "image", "build-id"
     )?;
     let mut covered = 0u64;
+    let mut unverified = 0u64;
     for r in rows {
         let img = &p.images[r.image];
         let n = samples(r);
-        if matches!(img.symbols, SymbolSource::BuildId { .. }) {
-            covered += n;
+        match img.symbols {
+            SymbolSource::BuildId { .. } => covered += n,
+            SymbolSource::Unverified { .. } => unverified += n,
+            _ => {}
         }
         writeln!(
             out,
@@ -125,5 +143,12 @@ fn write_table(l: &Loaded, rows: &[views::ImageRow]) -> anyhow::Result<()> {
         "{:.1}% of samples are in images with build-id matched symbol files",
         percent(covered, total)
     )?;
+    if unverified > 0 {
+        writeln!(
+            out,
+            "{:.1}% of samples are in images matched by recorded path only (unverified: no build-id recorded)",
+            percent(unverified, total)
+        )?;
+    }
     Ok(())
 }

@@ -87,14 +87,6 @@ pub fn no_agent_error(remote: &Remote) -> anyhow::Error {
     )
 }
 
-/// `kprof-agent --version`, trimmed.
-pub fn agent_version(remote: &Remote, agent: &str) -> anyhow::Result<String> {
-    remote.exec_ok(
-        &format!("{} --version 2>&1", quote(agent)),
-        &format!("`{agent} --version`"),
-    )
-}
-
 /// `uname -m`.
 pub fn machine(remote: &Remote) -> anyhow::Result<String> {
     remote.exec_ok("uname -m", "`uname -m`")

@@ -232,3 +232,60 @@ fn report_missing_file_reason_once() {
         assert!(err.contains("/nonexistent"), "{args:?}: {err}");
     }
 }
+
+/// A decoy `vmlinux` (another build-id) in `--symbols`: the kernel's status is `mismatch` with
+/// the recorded and the found id in `kprofctl symbols` (JSON and text) and in the report's
+/// JSON, while its names still come from kallsyms.
+#[test]
+fn symbols_json_decoy_vmlinux_mismatch() {
+    let decoy_dir = tempfile::tempdir().unwrap();
+    let decoy = decoy_dir.path().join("vmlinux");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_data/two.c");
+    kprof_test_support::cc(&["-O1", "-Wl,--build-id"], &src, &decoy);
+    let found = kprof_id(&decoy);
+    let p = recorded().join("perf.data");
+    let (p, s) = (p.to_str().unwrap(), decoy_dir.path().to_str().unwrap());
+
+    let v = crate::report_perf::json(&["symbols", p, "--symbols", s, "--json"]);
+    let row = v["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["image"] == "vmlinux")
+        .unwrap_or_else(|| panic!("no vmlinux row: {v}"));
+    let expected = row["build_id"].as_str().expect("recorded kernel build-id");
+    assert_ne!(expected, found);
+    assert_eq!(row["status"], "mismatch", "{row}");
+    assert_eq!(row["expected"], expected, "{row}");
+    assert_eq!(row["found"], found.as_str(), "{row}");
+    assert_eq!(row["kallsyms"], true, "{row}");
+
+    let out = kprofctl(&["symbols", p, "--symbols", s]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains(" vmlinux "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("MISMATCH") && line.contains(&found) && line.contains(expected),
+        "{line}"
+    );
+
+    let r = crate::report_perf::json(&["report", p, "--symbols", s, "--format", "json"]);
+    let img = r["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "vmlinux")
+        .unwrap();
+    assert_eq!(img["symbols"]["status"], "mismatch", "{img}");
+    assert_eq!(img["symbols"]["expected"], expected, "{img}");
+    assert_eq!(img["symbols"]["found"], found.as_str(), "{img}");
+    let kernel_named = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["image"] == "vmlinux")
+        .any(|f| f["symbol"] != "[unknown]");
+    assert!(kernel_named, "kallsyms names lost: {}", r["functions"]);
+}

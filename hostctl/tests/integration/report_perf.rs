@@ -233,3 +233,62 @@ fn report_perfdata_filters_select_samples() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no samples match"));
 }
+
+/// `--callers` on a perf.data recorded without `-g` says that call chains were not recorded
+/// (text and JSON); on one recorded with them it does not.
+#[test]
+fn report_text_callers_without_call_chains_says_not_recorded() {
+    let dir = tempfile::Builder::new()
+        .prefix("kprof-nochain-")
+        .tempdir()
+        .unwrap();
+    crate::report_common::compile(&dir.path().join("hotloop"), false);
+    let out = Command::new("perf")
+        .current_dir(dir.path())
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "-c",
+            "250000",
+            "-o",
+            "flat.data",
+        ])
+        .args(["./hotloop", "4"])
+        .output()
+        .expect("running perf (Debian's linux-perf)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let flat = dir.path().join("flat.data");
+    let flat = flat.to_str().unwrap();
+    let out = kprofctl(&["report", flat, "--callers", "hot_loop"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("call chains were not recorded"), "{text}");
+    assert!(text.contains("--no-call-graph"), "{text}");
+    let v = json(&["report", flat, "--callers", "hot_loop", "--format", "json"]);
+    assert!(
+        v["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("call chains were not recorded")),
+        "{v}"
+    );
+
+    let with_chains = recorded().join("perf.data");
+    let out = kprofctl(&[
+        "report",
+        with_chains.to_str().unwrap(),
+        "--callers",
+        "hot_loop",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(!text.contains("call chains were not recorded"), "{text}");
+}

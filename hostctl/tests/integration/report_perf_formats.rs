@@ -2,8 +2,9 @@
 //! records (`-z`) and pipe mode (`-o -`), compared with `perf report` on the plain file
 //! `perf inject` makes of the same recording.
 //!
-//! perf 6.1 writes no build-ids into `-z` files or pipe mode, and kprofctl matches symbols by
-//! build-id only: the `-z` recordings add `--buildid-mmap`, the pipes go through `perf inject
+//! perf 6.1 writes no build-ids into `-z` files or pipe mode, and kprofctl then matches by path,
+//! unverified (report_no_buildid.rs); these check the build-id path: the `-z` recordings add
+//! `--buildid-mmap`, the pipes go through `perf inject
 //! -b`, which adds HEADER_BUILD_ID records to the stream for the user objects with samples
 //! (perf 6.1 adds none for the kernel, hence user-space events only).
 

@@ -6,6 +6,7 @@
 //! applied before DWARF is read, so the load addresses of samples are looked up directly.
 //! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
 
+mod decl;
 mod dwarf;
 mod layout;
 mod placement;
@@ -199,6 +200,15 @@ impl SymbolFile {
         let ctx = self.dwarf_at(addr)?;
         let loc = ctx.find_location(addr).ok()??;
         Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// Where the function whose code covers `addr` is declared: its subprogram's
+    /// `DW_AT_decl_file`/`decl_line`, which the line of its first instruction is not when
+    /// an inlined callee's code comes first.
+    pub fn declaration(&self, addr: u64) -> Option<(String, u32)> {
+        let ctx = self.dwarf_at(addr)?;
+        let unit = ctx.find_dwarf_and_unit(addr).skip_all_loads()?;
+        decl::declaration(unit, addr)
     }
 
     /// The DWARF context for a lookup of `addr`: none for `u64::MAX`, where addr2line 0.25

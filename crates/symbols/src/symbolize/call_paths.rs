@@ -5,6 +5,7 @@
 use super::State;
 use crate::arch::Arch;
 use crate::perf_data::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER};
+use crate::profile::ImageWarning;
 use crate::unwind::{perf_regs, End, Place, UnwindRegs};
 use linux_perf_data::linux_perf_event_reader::{CpuMode, Regs, SampleRecord};
 
@@ -303,15 +304,18 @@ impl State<'_> {
                 st.fp_cut
             ));
         }
-        for (image, n) in st.no_cfi {
-            self.profile.warnings.push(format!(
-                "{n} user stacks end in [no unwind info: {image}]: no .eh_frame or .debug_frame for it (keep .eh_frame when stripping, or add a file with its build-id to the symbol paths)"
-            ));
-        }
-        for (image, n) in st.uncovered {
-            self.profile.warnings.push(format!(
-                "{n} user stacks end in [no unwind info: {image}]: its unwind tables do not cover the code the stack was in (hand-written assembly, or code built with -fno-asynchronous-unwind-tables)"
-            ));
+        let kinds = [
+            (st.no_cfi, "user stacks end in [no unwind info: IMAGE] at images without .eh_frame or .debug_frame (keep .eh_frame when stripping, or add a file with its build-id to the symbol paths); stacks per image"),
+            (st.uncovered, "user stacks end in [no unwind info: IMAGE] at code their unwind tables do not cover (hand-written assembly, or code built with -fno-asynchronous-unwind-tables); stacks per image"),
+        ];
+        for (counts, kind) in kinds {
+            self.profile
+                .image_warnings
+                .extend(counts.into_iter().map(|(image, n)| ImageWarning {
+                    kind: kind.to_owned(),
+                    image,
+                    count: Some(n),
+                }));
         }
     }
 }

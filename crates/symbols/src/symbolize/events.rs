@@ -55,6 +55,11 @@ impl State<'_> {
             return Err(RecordsError::NoEvents);
         }
         use linux_perf_data::linux_perf_event_reader::{SampleFormat, SamplingPolicy};
+        self.profile.meta.call_chains = Some(attrs.iter().any(|a| {
+            a.attr
+                .sample_format
+                .intersects(SampleFormat::CALLCHAIN | SampleFormat::STACK_USER)
+        }));
         for (i, a) in attrs.iter().enumerate() {
             let has_period = a.attr.sample_format.contains(SampleFormat::PERIOD);
             let fixed = match a.attr.sampling_policy {
@@ -149,22 +154,24 @@ impl State<'_> {
                     .warnings
                     .push(format!("event {} has no samples: {why}", e.name));
             }
+            let throttled = match recorded {
+                Some(r) => r.throttled,
+                None => self.throttles.get(i).copied().unwrap_or(0),
+            };
             // The samples' periods add up to what the counters counted, unless samples were
-            // lost with their counts (throttling; frequency mode resetting a period): then
-            // every count and ratio of this event is an underestimate, by this much.
+            // lost with their counts: then every count and ratio of this event is an
+            // underestimate, by this much.
             if let Some(c) = recorded.and_then(|r| r.count).filter(|&c| c > 0) {
                 if e.total_samples >= 100 && (e.total_period as f64) < 0.9 * c as f64 {
+                    let fixed = self.fixed_periods.get(i).copied().flatten().is_some();
+                    let cause = coverage_cause(throttled, fixed, self.profile.meta.lost_samples);
                     self.profile.warnings.push(format!(
-                        "event {}: its samples account for {:.0}% of the {c} events its counters counted (throttling or frequency adjustment dropped the rest): its counts, and ratios with it, are low by that much",
+                        "event {}: its samples account for {:.0}% of the {c} events its counters counted ({cause}): its counts, and ratios with it, are low by that much",
                         e.name,
                         100.0 * e.total_period as f64 / c as f64
                     ));
                 }
             }
-            let throttled = match recorded {
-                Some(r) => r.throttled,
-                None => self.throttles.get(i).copied().unwrap_or(0),
-            };
             if throttled > 0 {
                 self.profile.warnings.push(format!(
                     "event {} was throttled {throttled} times by the kernel{max_rate}: samples are missing where it was busiest; lower -F or raise /proc/sys/kernel/perf_event_max_sample_rate",
@@ -173,6 +180,26 @@ impl State<'_> {
             }
         }
     }
+}
+
+/// What dropped the counts an event's samples do not cover, as far as the capture tells:
+/// throttling, lost samples, frequency mode's period changes; else unknown.
+fn coverage_cause(throttled: u64, fixed_period: bool, lost_samples: u64) -> String {
+    let mut causes = Vec::new();
+    if throttled > 0 {
+        causes.push(format!("the kernel throttled it {throttled} times"));
+    }
+    if lost_samples > 0 {
+        causes.push(format!("{lost_samples} samples were lost"));
+    }
+    if !fixed_period {
+        causes.push("frequency mode changed its period between samples".to_string());
+    }
+    if causes.is_empty() {
+        return "cause unknown: its period was fixed, it was not throttled and no sample was lost"
+            .into();
+    }
+    format!("{} dropped the rest", causes.join("; "))
 }
 
 #[cfg(test)]
@@ -508,6 +535,56 @@ mod tests {
             p.warnings
         );
         assert!(!p.warnings.iter().any(|w| w.starts_with("event cycles:")));
+    }
+
+    /// The coverage warning names the cause that applies: unknown for a fixed period without
+    /// throttling or lost samples (not "throttling or frequency adjustment"), throttling when
+    /// the kernel throttled the event.
+    #[test]
+    fn symbolize_manifest_coverage_warning_names_cause() {
+        let ev = |name: &str, throttled: u64| {
+            serde_json::json!({"name": name, "attr_type": 4, "attr_config": 17,
+                "sample_period": 1000, "samples": 200, "lost": 0,
+                "throttled": throttled, "count": 400_000, "no_samples": false})
+        };
+        let m = serde_json::json!({
+            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
+            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
+            "release": "6.1", "version": "#1", "machine": "aarch64"},
+            "events": [ev("r11", 0), ev("r12", 5)],
+            "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
+            "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
+            "perf_data": {"file": "perf.data", "size": 0, "sha256": ""}
+        });
+        let m: kprof_capture::Manifest = serde_json::from_value(m).unwrap();
+        let ev = |config| Ev {
+            config,
+            period: Some(1000),
+            with_period: true,
+            samples: at_two_ips(100, 1000),
+            throttles: 0,
+        };
+        let p = symbolize_with(&[ev(0), ev(1)], Some(m));
+        let warning = |name: &str| {
+            p.warnings
+                .iter()
+                .find(|w| w.starts_with(&format!("event {name}: its samples account")))
+                .unwrap_or_else(|| panic!("no coverage warning for {name}: {:?}", p.warnings))
+                .clone()
+        };
+        let fixed = warning("r11");
+        assert!(fixed.contains("cause unknown"), "{fixed}");
+        assert!(
+            !fixed.contains("throttl") || fixed.contains("not throttled"),
+            "{fixed}"
+        );
+        assert!(!fixed.contains("frequency"), "{fixed}");
+        let throttled = warning("r12");
+        assert!(
+            throttled.contains("the kernel throttled it 5 times"),
+            "{throttled}"
+        );
+        assert!(!throttled.contains("frequency"), "{throttled}");
     }
 
     /// A plain perf.data's THROTTLE records warn about their event, with the hint.

@@ -7,7 +7,7 @@ use super::kernel_space::KernelSpace;
 use super::resolve::SourcePaths;
 use super::user_space::Mapping;
 use crate::elf::{Placement, SymbolFile};
-use crate::profile::{Image, Profile, SymbolSource};
+use crate::profile::{Image, ImageWarning, Profile, SymbolSource};
 use crate::sources::{Lookup, Sources};
 use crate::HostKernel;
 use linux_perf_data::linux_perf_event_reader::CpuMode;
@@ -32,6 +32,8 @@ pub(super) struct ImageLoader<'a> {
     /// User images whose file has symbols but no DWARF lines, and ones without symbols.
     no_lines: Vec<String>,
     stripped: Vec<String>,
+    /// User images found by their recorded path because no build-id was recorded.
+    unverified: Vec<String>,
 }
 
 impl<'a> ImageLoader<'a> {
@@ -53,6 +55,7 @@ impl<'a> ImageLoader<'a> {
             marker_image: None,
             no_lines: Vec::new(),
             stripped: Vec::new(),
+            unverified: Vec::new(),
         }
     }
 
@@ -78,8 +81,11 @@ impl<'a> ImageLoader<'a> {
             || name == "[vsyscall]"
             || name == "[unknown]"
             || name == MARKER_IMAGE;
+        if matches!(image.symbols, SymbolSource::Unverified { .. }) {
+            self.unverified.push(name.clone());
+        }
         match &image.symbols {
-            SymbolSource::BuildId { .. } => {
+            SymbolSource::BuildId { .. } | SymbolSource::Unverified { .. } => {
                 if let Some(f) = &file {
                     // User images without DWARF are the rule for distro libraries: one
                     // summary line for them; kernel images get their own.
@@ -108,9 +114,14 @@ impl<'a> ImageLoader<'a> {
                 .warnings
                 .extend(mismatch_warning(&name, &image.symbols)),
             SymbolSource::Kallsyms => {}
-            SymbolSource::Missing { why } if !quiet => profile
+            SymbolSource::Missing { why } if image.kernel => profile
                 .warnings
                 .push(format!("{name}: no symbols ({why}); addresses shown raw")),
+            SymbolSource::Missing { why } if !quiet => profile.image_warnings.push(ImageWarning {
+                kind: format!("no symbols ({why}); addresses shown raw"),
+                image: name.clone(),
+                count: None,
+            }),
             SymbolSource::Missing { .. } => {}
         }
         if let Some(f) = &file {
@@ -143,11 +154,24 @@ impl<'a> ImageLoader<'a> {
                     Some(format!("{name}: {e}")),
                 ),
             },
+            Lookup::Unverified { path, debug } => {
+                match SymbolFile::open(&path, debug.as_deref(), placement) {
+                    Ok(f) => (SymbolSource::Unverified { path }, Some(f), None),
+                    Err(e) => (
+                        SymbolSource::Missing {
+                            why: format!("{e}"),
+                        },
+                        None,
+                        Some(format!("{name}: {e}")),
+                    ),
+                }
+            }
             Lookup::Mismatch { path, found } => (
                 SymbolSource::Mismatch {
                     path,
                     expected: String::new(),
                     found,
+                    kallsyms: false,
                 },
                 None,
                 None,
@@ -218,7 +242,7 @@ impl<'a> ImageLoader<'a> {
                     "vmlinux: no matching vmlinux ({what}): kernel function names from {}, no source lines",
                     kernel.kallsyms_origin
                 ));
-                source = SymbolSource::Kallsyms;
+                source = with_kallsyms(source);
             }
         }
         let image = Image {
@@ -280,10 +304,13 @@ impl<'a> ImageLoader<'a> {
                     "{display}: {what}: function names from {}, no source lines",
                     kernel.kallsyms_origin
                 ));
-                source = SymbolSource::Kallsyms;
+                source = with_kallsyms(source);
             }
         }
-        let file = if matches!(source, SymbolSource::Kallsyms) {
+        let file = if matches!(
+            source,
+            SymbolSource::Kallsyms | SymbolSource::Mismatch { kallsyms: true, .. }
+        ) {
             None
         } else {
             file
@@ -346,11 +373,17 @@ impl<'a> ImageLoader<'a> {
                 None,
             )
         } else {
-            let lookup = self.sources.find(
-                build_id.as_deref(),
-                std::slice::from_ref(&name),
-                Some(Path::new(path)),
-            );
+            let lookup = if build_id.is_some() {
+                self.sources.find(
+                    build_id.as_deref(),
+                    std::slice::from_ref(&name),
+                    Some(Path::new(path)),
+                )
+            } else {
+                let here = self.host_kernel.and_then(|h| h.nodename.as_deref());
+                let host_capture = here.is_some() && here == profile.meta.hostname.as_deref();
+                self.sources.find_by_path(Path::new(path), host_capture)
+            };
             let (s, f, err) = Self::open_found(&name, lookup, None);
             if let Some(e) = err {
                 profile.warnings.push(e);
@@ -394,21 +427,39 @@ impl<'a> ImageLoader<'a> {
         i
     }
 
-    /// One line each for the user images without symbols and without lines, at the end.
-    pub(super) fn summary_warnings(&self, warnings: &mut Vec<String>) {
+    /// The user images without symbols, without lines and matched by path only, grouped
+    /// by kind when shown ([`crate::image_warnings`]).
+    pub(super) fn summary_warnings(&self, warnings: &mut Vec<ImageWarning>) {
         for (list, what) in [
-            (&self.stripped, "stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
-            (&self.no_lines, "without DWARF line info (functions, no source lines)"),
+            (&self.stripped, "user images stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
+            (&self.no_lines, "user images without DWARF line info (functions, no source lines)"),
+            (&self.unverified, "user images matched by recorded path only (unverified: no build-id recorded; perf would use the same files)"),
         ] {
-            if !list.is_empty() {
-                let mut names = list.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
-                if list.len() > 8 {
-                    names.push_str(&format!(" and {} more", list.len() - 8));
-                }
-                let n = list.len();
-                warnings.push(format!("{n} user image(s) {what}: {names}"));
-            }
+            warnings.extend(list.iter().map(|image| ImageWarning {
+                kind: what.to_owned(),
+                image: image.clone(),
+                count: None,
+            }));
         }
+    }
+}
+
+/// A kernel image's source once kallsyms names its functions: a mismatched file stays a
+/// mismatch (the status a CI gate reads), anything else becomes `Kallsyms`.
+fn with_kallsyms(source: SymbolSource) -> SymbolSource {
+    match source {
+        SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            ..
+        } => SymbolSource::Mismatch {
+            path,
+            expected,
+            found,
+            kallsyms: true,
+        },
+        _ => SymbolSource::Kallsyms,
     }
 }
 
@@ -419,6 +470,7 @@ fn mismatch_warning(image: &str, source: &SymbolSource) -> Option<String> {
             path,
             expected,
             found,
+            ..
         } => Some(format!(
             "{image}: {} has build-id {found}, the capture recorded {expected}: not used",
             path.display()

@@ -97,6 +97,9 @@ pub struct HostKernel {
     /// Where distributions put the vmlinux of a release (`/usr/lib/debug/boot`): the file
     /// `vmlinux-<release>` there is tried for the capture's release.
     pub vmlinux_dir: Option<PathBuf>,
+    /// This host's name (`uname -n`): a capture recorded under it was made here, and the
+    /// paths it recorded may be opened when it recorded no build-ids.
+    pub nodename: Option<String>,
 }
 
 /// Progress reports for a progress bar.

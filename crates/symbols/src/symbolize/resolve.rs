@@ -95,7 +95,10 @@ impl<'a> Frames<'a> {
         let file = files[image].as_deref();
         let raw: Vec<RawFrame> = if let Some(f) = file {
             f.frames(addr)
-        } else if matches!(profile.images[image].symbols, SymbolSource::Kallsyms) {
+        } else if matches!(
+            profile.images[image].symbols,
+            SymbolSource::Kallsyms | SymbolSource::Mismatch { kallsyms: true, .. }
+        ) {
             let sym = kallsyms.and_then(|k| k.lookup(kallsyms_owner, addr));
             vec![RawFrame {
                 name: sym.map(|s| s.0.to_string()),
@@ -151,7 +154,7 @@ impl<'a> Frames<'a> {
             return *i;
         }
         let (src, line) = match (r.func_start, file) {
-            (Some(start), Some(f)) => match f.location(start) {
+            (Some(start), Some(f)) => match f.declaration(start).or_else(|| f.location(start)) {
                 Some((src, line)) => (Some(src), Some(line)),
                 None => (None, None),
             },
