@@ -34,10 +34,16 @@ impl Board {
     /// The board `ci/board/up` described in the environment, driven by `kprofctl` (the
     /// test's `env!("CARGO_BIN_EXE_kprofctl")`).
     pub fn from_env(kprofctl: impl Into<PathBuf>) -> Board {
-        let target = env("KPROF_BOARD");
+        Board::from_env_named(kprofctl, "KPROF_BOARD")
+    }
+
+    /// [`Board::from_env`] from the variables `NAME`, `NAME_SYMBOLS`, `NAME_KEY` and
+    /// `NAME_KNOWN_HOSTS`: a second board up at the same time (`KPROF_BOARD_ARM`, say).
+    pub fn from_env_named(kprofctl: impl Into<PathBuf>, name: &str) -> Board {
+        let target = env(name);
         let port = target.rsplit(':').next().unwrap().parse().unwrap();
-        let key = PathBuf::from(env("KPROF_BOARD_KEY"));
-        let known = std::env::var_os("KPROF_BOARD_KNOWN_HOSTS")
+        let key = PathBuf::from(env(&format!("{name}_KEY")));
+        let known = std::env::var_os(format!("{name}_KNOWN_HOSTS"))
             .map(PathBuf::from)
             .unwrap_or_else(|| key.with_file_name("known_hosts"));
         let home = tempfile::tempdir().unwrap();
@@ -55,7 +61,7 @@ impl Board {
         Board {
             target,
             port,
-            symbols: PathBuf::from(env("KPROF_BOARD_SYMBOLS")),
+            symbols: PathBuf::from(env(&format!("{name}_SYMBOLS"))),
             key,
             home,
             work: tempfile::tempdir().unwrap(),
@@ -77,8 +83,20 @@ impl Board {
 
     /// A shell command on the board through OpenSSH's client (test set-up only).
     pub fn ssh(&self, script: &str) -> String {
-        let out = Command::new("ssh")
-            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+        let out = self.ssh_command(script).output().unwrap();
+        assert!(
+            out.status.success(),
+            "ssh {script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// OpenSSH's client running `script` on the board, not started: for set-up that talks
+    /// to the script while it runs.
+    pub fn ssh_command(&self, script: &str) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
             .args([
                 "-o",
                 "UserKnownHostsFile=/dev/null",
@@ -87,15 +105,8 @@ impl Board {
                 "-i",
             ])
             .arg(&self.key)
-            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ssh {script}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .args(["-p", &self.port.to_string(), "root@127.0.0.1", script]);
+        cmd
     }
 
     /// The mychardrv write of `KPROF_BOARD_N` (default 10000) bytes, as `run`'s command.

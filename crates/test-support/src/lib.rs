@@ -3,19 +3,35 @@
 //! Standard library only without features: the agent's dev-dependency closure stays what
 //! Yocto's `kprof-agent-crates.inc` lists. Feature `report` adds the module `report` (real captures
 //! symbolized by kprof-symbols, headless Chromium), for the host crates' tests; feature `board`
-//! the module `board` (the QEMU board of kprofctl's board tests).
+//! the module `board` (the QEMU board of kprofctl's board tests); feature `sshd` the module
+//! `sshd` (a real OpenSSH server on 127.0.0.1: a board or a jump host); feature `labgrid` the
+//! module `labgrid` (a real labgrid coordinator and exporters on 127.0.0.1).
 #![warn(missing_docs)]
 
 #[cfg(feature = "board")]
 pub mod board;
 #[cfg(feature = "debuginfod")]
 pub mod debuginfod;
+#[cfg(feature = "labgrid")]
+pub mod labgrid;
 pub mod proxy;
 #[cfg(feature = "report")]
 pub mod report;
+#[cfg(feature = "sshd")]
+pub mod sshd;
 
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// A port the kernel just handed out and released.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
 
 /// `kprofctl` (the test's `env!("CARGO_BIN_EXE_kprofctl")`) run in `work` with `home` as HOME,
 /// and nothing of the caller's environment that changes what it does: no ssh-agent

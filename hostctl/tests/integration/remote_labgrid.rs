@@ -4,232 +4,25 @@
 //! installed and `CI` is unset.
 
 use crate::remote_support::{agent_binary, board, free_port, Client, Sshd};
+use kprof_test_support::labgrid::{
+    labgrid_bin, network_service_at, path_with, wait_until, Lab, USER,
+};
 use kprof_test_support::outcome;
 use std::io::{BufRead as _, BufReader};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// The labgrid user kprofctl and the test's own labgrid-client act as, unless told otherwise.
-const USER: &str = "kprof-test";
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
 
 /// The message `fetch TARGET nope` gives once logged in.
 const LOGGED_IN: &str = "no capture `nope`";
 
-/// A labgrid coordinator and its exporters; killed on drop.
-struct Lab {
-    dir: tempfile::TempDir,
-    coordinator: String,
-    bin: PathBuf,
-    children: Vec<Child>,
-}
-
-/// labgrid's `tool` on PATH.
-fn on_path(tool: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-}
-
-/// The directory of labgrid's commands; `None` (said on stderr) when labgrid is missing outside
-/// CI.
-fn labgrid_bin() -> Option<PathBuf> {
-    let Some(coordinator) = on_path("labgrid-coordinator") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "labgrid is not installed (labgrid-coordinator not on PATH): ci/setup installs \
-             it from ci/pip-packages.txt"
-        );
-        eprintln!("skipped: labgrid is not installed (python3 -m pip install labgrid)");
-        return None;
-    };
-    Some(coordinator.parent().unwrap().to_path_buf())
-}
-
-impl Lab {
-    /// Starts a coordinator on a free port; `None` (said on stderr) when labgrid is missing
-    /// outside CI.
-    fn start() -> Option<Lab> {
-        let bin = labgrid_bin()?;
-        let coordinator = bin.join("labgrid-coordinator");
-        let dir = tempfile::tempdir().unwrap();
-        for _ in 0..5 {
-            let port = free_port();
-            let address = format!("127.0.0.1:{port}");
-            // The coordinator keeps places.yaml in its working directory.
-            let mut child = Command::new(&coordinator)
-                .args(["-l", &address])
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(dir.path().join("coordinator.log")).unwrap())
-                .spawn()
-                .expect("start labgrid-coordinator");
-            if wait_until(
-                || TcpStream::connect(("127.0.0.1", port)).is_ok(),
-                &mut child,
-            ) {
-                return Some(Lab {
-                    dir,
-                    coordinator: address,
-                    bin,
-                    children: vec![child],
-                });
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!(
-            "labgrid-coordinator did not start: {}",
-            log(&dir, "coordinator.log")
-        );
-    }
-
-    /// Starts exporter `name` with `yaml` (`--isolated` if asked) and waits until the
-    /// coordinator lists `first_resource` (`GROUP/CLASS`).
-    fn export(&mut self, name: &str, yaml: &str, isolated: bool, first_resource: &str) {
-        let config = self.dir.path().join(format!("{name}.yaml"));
-        std::fs::write(&config, yaml).unwrap();
-        let mut cmd = Command::new(self.bin.join("labgrid-exporter"));
-        cmd.args(["-c", &self.coordinator, "--name", name]);
-        if isolated {
-            cmd.arg("--isolated");
-        }
-        let mut child = cmd
-            .arg(&config)
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.dir.path().join(format!("{name}.log"))).unwrap())
-            .spawn()
-            .expect("start labgrid-exporter");
-        let wanted = format!("{name}/{first_resource}");
-        let listed = wait_until(
-            || {
-                let out = self.client(USER).arg("resources").output().unwrap();
-                String::from_utf8_lossy(&out.stdout).contains(&wanted)
-            },
-            &mut child,
-        );
-        self.children.push(child);
-        assert!(
-            listed,
-            "exporter {name} did not export {wanted}: {}",
-            log(&self.dir, &format!("{name}.log"))
-        );
-    }
-
-    /// `labgrid-client -x COORDINATOR` as labgrid user `user`.
-    fn client(&self, user: &str) -> Command {
-        let mut cmd = Command::new(self.bin.join("labgrid-client"));
-        cmd.args(["-x", &self.coordinator])
-            .env("LG_USERNAME", user)
-            .env_remove("LG_ENV")
-            .env_remove("LG_PLACE")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    /// `labgrid-client -p PLACE ARGS` as `user`, which must succeed.
-    fn place_cmd(&self, user: &str, place: &str, args: &[&str]) {
-        let out = self
-            .client(user)
-            .args(["-p", place])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "labgrid-client -p {place} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// A new place matching `resource` (`EXPORTER/GROUP/CLASS`).
-    fn place(&self, place: &str, resource: &str) {
-        self.place_cmd(USER, place, &["create"]);
-        self.place_cmd(USER, place, &["add-match", resource]);
-    }
-
-    /// `labgrid-client -p PLACE show`.
-    fn show(&self, place: &str) -> String {
-        let out = self
-            .client(USER)
-            .args(["-p", place, "show"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Who holds `place` (`HOST/USER`), per `labgrid-client show`.
-    fn holder(&self, place: &str) -> Option<String> {
-        let text = self.show(place);
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix("  acquired: "))
-            .unwrap_or_else(|| panic!("no `acquired:` in show's output: {text}"));
-        (line != "None").then(|| line.to_owned())
-    }
-
-    /// `kprofctl ARGS -x COORDINATOR -i KEY` as labgrid user [`USER`].
-    fn kprofctl(&self, client: &Client, args: &[&str]) -> Command {
-        let mut cmd = client.keyed(args);
-        cmd.args(["-x", &self.coordinator])
-            .env("LG_USERNAME", USER)
-            .env("PATH", path_with(&self.bin));
-        cmd
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        // Exporters first: a coordinator gone first leaves them retrying.
-        for child in self.children.iter_mut().rev() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// PATH with labgrid's directory first, so kprofctl finds the same labgrid-client.
-fn path_with(bin: &Path) -> std::ffi::OsString {
-    let rest = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs = vec![bin.to_path_buf()];
-    dirs.extend(std::env::split_paths(&rest));
-    std::env::join_paths(dirs).unwrap()
-}
-
-/// Polls `ready` for up to a minute (python starts slowly on a loaded machine); false when
-/// `child` exited or time ran out.
-fn wait_until(mut ready: impl FnMut() -> bool, child: &mut Child) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(60) {
-        if ready() {
-            return true;
-        }
-        if child.try_wait().unwrap().is_some() {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
-}
-
-fn log(dir: &tempfile::TempDir, name: &str) -> String {
-    std::fs::read_to_string(dir.path().join(name)).unwrap_or_default()
+/// `kprofctl ARGS -i KEY -x COORDINATOR` as labgrid user [`USER`].
+fn kprofctl(lab: &Lab, client: &Client, args: &[&str]) -> Command {
+    lab.kprofctl(client.keyed(args))
 }
 
 /// An exporter config with the sshd as `board/NetworkService`.
 fn network_service(sshd: &Sshd) -> String {
     network_service_at(sshd.port)
-}
-
-/// An exporter config with 127.0.0.1:`port` as `board/NetworkService`.
-fn network_service_at(port: u16) -> String {
-    format!(
-        "board:\n  NetworkService:\n    address: 127.0.0.1\n    port: {port}\n    username: root\n"
-    )
 }
 
 /// A lab with `sshd` exported by `exp1` as place `kx86`; `None` when skipped.
@@ -253,7 +46,7 @@ fn deploy(lab: &Lab, client: &Client, sshd: &Sshd) -> String {
 /// `deploy TARGET` of the agent into the board's own directory; its stderr.
 fn deploy_to(lab: &Lab, client: &Client, sshd: &Sshd, target: &str) -> String {
     let dest = sshd.dir.path().join("bin/kprof-agent");
-    let mut deploy = lab.kprofctl(client, &["deploy", target]);
+    let mut deploy = kprofctl(lab, client, &["deploy", target]);
     deploy
         .arg("--agent")
         .arg(agent_binary())
@@ -288,7 +81,7 @@ fn run_labgrid_free_place_acquired_and_released() {
     assert_eq!(lab.holder("kx86"), None);
 
     let caps = captures(&sshd);
-    let (ok, out, err) = outcome(lab.kprofctl(&client, &["run", "lg:kx86"]).args([
+    let (ok, out, err) = outcome(kprofctl(&lab, &client, &["run", "lg:kx86"]).args([
         "-e",
         "cpu-clock",
         "-o",
@@ -308,7 +101,8 @@ fn run_labgrid_free_place_acquired_and_released() {
     assert!(err.contains("released place kx86"), "{err}");
     assert_eq!(lab.holder("kx86"), None);
 
-    let (ok, _, err) = outcome(&mut lab.kprofctl(
+    let (ok, _, err) = outcome(&mut kprofctl(
+        &lab,
         &client,
         &["fetch", "lg:kx86", "--no-report", "--capture-dir", &caps],
     ));
@@ -326,8 +120,7 @@ fn run_labgrid_ctrl_c_releases_place() {
     };
     deploy(&lab, &client, &sshd);
     let caps = captures(&sshd);
-    let mut child = lab
-        .kprofctl(&client, &["run", "lg:kx86"])
+    let mut child = kprofctl(&lab, &client, &["run", "lg:kx86"])
         .args(["-e", "cpu-clock", "-o", &caps, "--", "sh", "-c"])
         .arg("echo workload-started; sleep 60")
         .stdout(Stdio::piped())
@@ -371,8 +164,7 @@ fn run_labgrid_ctrl_c_before_capture_releases_place() {
         "board/NetworkService",
     );
     lab.place("kx86", "exp1/board/NetworkService");
-    let mut child = lab
-        .kprofctl(&client, &["run", "lg:kx86"])
+    let mut child = kprofctl(&lab, &client, &["run", "lg:kx86"])
         .args(["--", "true"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -412,7 +204,8 @@ fn fetch_labgrid_own_place_left_acquired() {
     lab.place_cmd(USER, "kx86", &["acquire"]);
     let held = lab.holder("kx86").unwrap();
     assert!(held.ends_with(&format!("/{USER}")), "{held}");
-    let (ok, _, err) = outcome(&mut lab.kprofctl(
+    let (ok, _, err) = outcome(&mut kprofctl(
+        &lab,
         &client,
         &[
             "fetch",
@@ -447,10 +240,7 @@ fn run_labgrid_other_users_place_refused() {
     lab.place_cmd("kprof-other", "kx86", &["acquire"]);
     let holder = lab.holder("kx86").unwrap();
     assert!(holder.ends_with("/kprof-other"), "{holder}");
-    let (ok, out, err) = outcome(
-        lab.kprofctl(&client, &["run", "lg:kx86"])
-            .args(["--", "true"]),
-    );
+    let (ok, out, err) = outcome(kprofctl(&lab, &client, &["run", "lg:kx86"]).args(["--", "true"]));
     assert!(!ok);
     assert_eq!(out, "");
     assert!(
@@ -463,7 +253,8 @@ fn run_labgrid_other_users_place_refused() {
     assert_eq!(lab.holder("kx86"), Some(holder));
 
     lab.place_cmd("kprof-other", "kx86", &["release"]);
-    let (_, _, err) = outcome(&mut lab.kprofctl(
+    let (_, _, err) = outcome(&mut kprofctl(
+        &lab,
         &client,
         &[
             "fetch",
@@ -494,10 +285,8 @@ fn run_labgrid_no_network_service_refused() {
     let yaml = "console:\n  SerialPort:\n    port: /dev/ttyS0\n";
     lab.export("exp1", yaml, false, "console/SerialPort");
     lab.place("kserial", "exp1/console/SerialPort");
-    let (ok, _, err) = outcome(
-        lab.kprofctl(&client, &["run", "lg:kserial"])
-            .args(["--", "true"]),
-    );
+    let (ok, _, err) =
+        outcome(kprofctl(&lab, &client, &["run", "lg:kserial"]).args(["--", "true"]));
     assert!(!ok);
     assert!(err.contains("place kserial has no NetworkService"), "{err}");
     assert!(err.contains("exp1/console/SerialPort/SerialPort"), "{err}");
@@ -522,13 +311,7 @@ fn run_labgrid_isolated_exporter_through_jump_host() {
     );
     lab.place("kiso", "exp2/board/NetworkService");
     // The exporter publishes its host's FQDN as the proxy.
-    let show = lab.show("kiso");
-    let proxy = show
-        .split_once("'proxy': '")
-        .and_then(|(_, rest)| rest.split_once('\''))
-        .unwrap_or_else(|| panic!("no proxy in {show}"))
-        .0
-        .to_owned();
+    let proxy = lab.proxy("kiso");
     let jump = Sshd::start("AllowTcpForwarding yes\nLogLevel DEBUG1");
     jump.authorize(&client.pubkey());
     client.trust(&jump, jump.port);
@@ -543,7 +326,7 @@ fn run_labgrid_isolated_exporter_through_jump_host() {
     .unwrap();
     deploy_to(&lab, &client, &sshd, "lg:kiso");
     let caps = captures(&sshd);
-    let (ok, _, err) = outcome(lab.kprofctl(&client, &["run", "lg:kiso"]).args([
+    let (ok, _, err) = outcome(kprofctl(&lab, &client, &["run", "lg:kiso"]).args([
         "-e",
         "cpu-clock",
         "-o",
