@@ -405,7 +405,9 @@ mod tests {
         let err = Side::new(Path::new("new.data"), &changed(), "cycles").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "new.data: event \"cycles\" is not in the capture; it has: cpu-clock, page-faults"
+            "new.data: event \"cycles\" is not in the capture; it has: cpu-clock, page-faults \
+             (--event picks one every capture has; boards whose default events differ need \
+             the same -e when recording)"
         );
     }
 }

@@ -24,7 +24,11 @@ pub enum Error {
     #[error("no samples of event {0} to draw a flamegraph from")]
     NoSamples(String),
     /// A diff names an event one of the captures does not have.
-    #[error("{capture}: event {event:?} is not in the capture; it has: {}", events.join(", "))]
+    #[error(
+        "{capture}: event {event:?} is not in the capture; it has: {} (--event picks one every \
+         capture has; boards whose default events differ need the same -e when recording)",
+        events.join(", ")
+    )]
     EventNotInCapture {
         /// The capture, as shown to the user.
         capture: String,
