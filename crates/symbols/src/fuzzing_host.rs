@@ -125,7 +125,8 @@ pub fn perf_archive(bytes: &[u8]) {
 
 /// Parses `bytes` as the board's answer to kprofctl's capture listing and checks what
 /// kprofctl relies on: ids are non-empty single file names without control characters, each
-/// path is listed once and ends with its id and the archive suffix, ids are sorted.
+/// path is listed once and ends with its id and the archive suffix, captures are in the
+/// listing's order (by sequence number, then id).
 pub fn capture_list(bytes: &[u8]) {
     let listed = kprof_capture::listing::parse(bytes);
     for (i, c) in listed.iter().enumerate() {
@@ -138,7 +139,27 @@ pub fn capture_list(bytes: &[u8]) {
         );
         assert!(listed[..i].iter().all(|o| o.path != c.path), "{c:?}");
         if i > 0 {
-            assert!(listed[i - 1].id <= c.id, "{listed:?}");
+            // Oldest first: unnumbered ids by id, then numbered ones by sequence number.
+            let key = |id: &str| (kprof_capture::listing::sequence(id), id.to_owned());
+            assert!(key(&listed[i - 1].id) <= key(&c.id), "{listed:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A listing with an old unnumbered id and a numbered one: the harness takes the listing's
+    /// order (sequence number first), which fuzz-smoke found the id-order check rejecting
+    /// (`fuzz/seeds/capture_list/numbered-after-unnumbered.txt`).
+    #[test]
+    fn capture_list_listing_numbered_after_unnumbered() {
+        super::capture_list(
+            b"4590 /d/20261126-135500-4590-abcd.kprof.tar.gz\n\
+              10 /d/20261126-135500-1a2b.kprof.tar.gz\n\
+              3 /d/19700101-000003-0002-ffff.kprof.tar.gz\n",
+        );
+        super::capture_list(include_bytes!(
+            "../../../fuzz/seeds/capture_list/numbered-after-unnumbered.txt"
+        ));
     }
 }
