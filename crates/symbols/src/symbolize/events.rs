@@ -499,20 +499,14 @@ mod tests {
             .any(|w| w.contains("cycles has no samples")));
     }
 
-    /// An event whose samples' periods add up to far less than its counter total is flagged
-    /// with the share they cover; one that covers its count is not.
-    #[test]
-    fn symbolize_manifest_samples_cover_half_count_warned() {
-        let ev = |name: &str, count: u64| {
-            serde_json::json!({"name": name, "attr_type": 4, "attr_config": 17,
-                "sample_period": 1000, "samples": 200, "lost": 0,
-                "throttled": 0, "count": count, "no_samples": false})
-        };
+    /// Two events with 100 samples each at period 1000, and a manifest listing `events`
+    /// (their counter totals and throttling).
+    fn two_events_at_period_1000(events: Vec<serde_json::Value>) -> Profile {
         let m = serde_json::json!({
             "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
             "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
             "release": "6.1", "version": "#1", "machine": "aarch64"},
-            "events": [ev("r11", 400_000), ev("cycles", 200_500)],
+            "events": events,
             "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
             "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
             "perf_data": {"file": "perf.data", "size": 0, "sha256": ""}
@@ -525,7 +519,19 @@ mod tests {
             samples: at_two_ips(100, 1000),
             throttles: 0,
         };
-        let p = symbolize_with(&[ev(0), ev(1)], Some(m));
+        symbolize_with(&[ev(0), ev(1)], Some(m))
+    }
+
+    /// An event whose samples' periods add up to far less than its counter total is flagged
+    /// with the share they cover; one that covers its count is not.
+    #[test]
+    fn symbolize_manifest_samples_cover_half_count_warned() {
+        let ev = |name: &str, count: u64| {
+            serde_json::json!({"name": name, "attr_type": 4, "attr_config": 17,
+                "sample_period": 1000, "samples": 200, "lost": 0,
+                "throttled": 0, "count": count, "no_samples": false})
+        };
+        let p = two_events_at_period_1000(vec![ev("r11", 400_000), ev("cycles", 200_500)]);
         assert!(
             p.warnings
                 .iter()
@@ -547,24 +553,7 @@ mod tests {
                 "sample_period": 1000, "samples": 200, "lost": 0,
                 "throttled": throttled, "count": 400_000, "no_samples": false})
         };
-        let m = serde_json::json!({
-            "schema": kprof_capture::MANIFEST_SCHEMA, "version": 1, "capture_id": "c",
-            "agent_version": "t", "uname": {"sysname": "Linux", "nodename": "b",
-            "release": "6.1", "version": "#1", "machine": "aarch64"},
-            "events": [ev("r11", 0), ev("r12", 5)],
-            "cpus": [0], "callchain": false, "start_time_ns": 1, "stop_time_ns": 2,
-            "stop_reason": "duration", "kernel": {"release": "6.1"}, "modules": [],
-            "perf_data": {"file": "perf.data", "size": 0, "sha256": ""}
-        });
-        let m: kprof_capture::Manifest = serde_json::from_value(m).unwrap();
-        let ev = |config| Ev {
-            config,
-            period: Some(1000),
-            with_period: true,
-            samples: at_two_ips(100, 1000),
-            throttles: 0,
-        };
-        let p = symbolize_with(&[ev(0), ev(1)], Some(m));
+        let p = two_events_at_period_1000(vec![ev("r11", 0), ev("r12", 5)]);
         let warning = |name: &str| {
             p.warnings
                 .iter()
