@@ -53,13 +53,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let profiles: Vec<Profile> = args
         .captures
         .iter()
-        .map(|path| {
-            super::report::load(path, &args.symbols).map(|loaded| {
-                let mut p = kprof_symbols::off_cpu::on_cpu(loaded.profile);
-                args.symbols.add_image_warnings(&mut p);
-                p
-            })
-        })
+        .map(|path| super::report::load_on_cpu(path, &args.symbols))
         .collect::<anyhow::Result<_>>()?;
     let event = match &args.event {
         Some(name) => name.clone(),

@@ -2,11 +2,10 @@
 //! [`kprof_report::diff`].
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use kprof_report::diff::{Diff, Side};
-use kprof_symbols::profile::Profile;
 use serde_json::json;
 
 use super::symbol_args::SymbolArgs;
@@ -48,16 +47,8 @@ pub struct DiffArgs {
 pub fn run(args: DiffArgs) -> anyhow::Result<()> {
     // report's loader: the same symbol options and progress bars; the second capture finds
     // the build-id index stored by the first.
-    let load = |path: &Path| -> anyhow::Result<Profile> {
-        // The loader's errors name the capture already.
-        super::report::load(path, &args.symbols).map(|loaded| {
-            let mut p = kprof_symbols::off_cpu::on_cpu(loaded.profile);
-            args.symbols.add_image_warnings(&mut p);
-            p
-        })
-    };
-    let base = load(&args.base)?;
-    let new = load(&args.new)?;
+    let base = super::report::load_on_cpu(&args.base, &args.symbols)?;
+    let new = super::report::load_on_cpu(&args.new, &args.symbols)?;
     let event = match &args.event {
         Some(name) => name.clone(),
         None => match base.events.first() {

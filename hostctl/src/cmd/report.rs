@@ -102,6 +102,14 @@ pub struct Loaded {
     pub prefixes: Vec<(String, String)>,
 }
 
+/// The on-CPU profile of a capture with its image warnings, as `diff` and `compare` put
+/// whole captures side by side; [`load`]'s errors name the capture.
+pub fn load_on_cpu(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Profile> {
+    let mut p = kprof_symbols::off_cpu::on_cpu(load(capture, symbols)?.profile);
+    symbols.add_image_warnings(&mut p);
+    Ok(p)
+}
+
 /// Symbolizes a capture, with progress bars on a terminal.
 pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
     let opts = symbols.options()?;
