@@ -16,6 +16,20 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 
+/// Kinds of [`ImageWarning`] for user images; kernel images get their own warning lines.
+const STRIPPED: &str = "user images stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)";
+const NO_LINES: &str = "user images without DWARF line info (functions, no source lines)";
+const UNVERIFIED: &str = "user images matched by recorded path only (unverified: no build-id recorded; perf would use the same files)";
+
+/// Notes that user image `name` lacks what `kind` says, to be shown grouped by kind.
+fn note_image(profile: &mut Profile, kind: &str, name: &str) {
+    profile.image_warnings.push(ImageWarning {
+        kind: kind.to_owned(),
+        image: name.to_owned(),
+        count: None,
+    });
+}
+
 /// The images of a profile and their symbol files: each looked for once, by build-id, where
 /// `sources` says.
 pub(super) struct ImageLoader<'a> {
@@ -29,11 +43,6 @@ pub(super) struct ImageLoader<'a> {
     user_images: HashMap<(Rc<str>, Option<String>), usize>,
     unknown_image: Option<usize>,
     marker_image: Option<usize>,
-    /// User images whose file has symbols but no DWARF lines, and ones without symbols.
-    no_lines: Vec<String>,
-    stripped: Vec<String>,
-    /// User images found by their recorded path because no build-id was recorded.
-    unverified: Vec<String>,
 }
 
 impl<'a> ImageLoader<'a> {
@@ -53,9 +62,6 @@ impl<'a> ImageLoader<'a> {
             user_images: HashMap::new(),
             unknown_image: None,
             marker_image: None,
-            no_lines: Vec::new(),
-            stripped: Vec::new(),
-            unverified: Vec::new(),
         }
     }
 
@@ -82,7 +88,7 @@ impl<'a> ImageLoader<'a> {
             || name == "[unknown]"
             || name == MARKER_IMAGE;
         if matches!(image.symbols, SymbolSource::Unverified { .. }) {
-            self.unverified.push(name.clone());
+            note_image(profile, UNVERIFIED, &name);
         }
         match &image.symbols {
             SymbolSource::BuildId { .. } | SymbolSource::Unverified { .. } => {
@@ -96,7 +102,7 @@ impl<'a> ImageLoader<'a> {
                                 f.path.display()
                             ));
                         } else {
-                            self.stripped.push(name.clone());
+                            note_image(profile, STRIPPED, &name);
                         }
                     } else if !f.has_lines {
                         if image.kernel {
@@ -105,7 +111,7 @@ impl<'a> ImageLoader<'a> {
                                 f.path.display()
                             ));
                         } else {
-                            self.no_lines.push(name.clone());
+                            note_image(profile, NO_LINES, &name);
                         }
                     }
                 }
@@ -425,22 +431,6 @@ impl<'a> ImageLoader<'a> {
         );
         self.marker_image = Some(i);
         i
-    }
-
-    /// The user images without symbols, without lines and matched by path only, grouped
-    /// by kind when shown ([`crate::image_warnings`]).
-    pub(super) fn summary_warnings(&self, warnings: &mut Vec<ImageWarning>) {
-        for (list, what) in [
-            (&self.stripped, "user images stripped (no function symbols; install their -dbg packages or add unstripped files with --symbols)"),
-            (&self.no_lines, "user images without DWARF line info (functions, no source lines)"),
-            (&self.unverified, "user images matched by recorded path only (unverified: no build-id recorded; perf would use the same files)"),
-        ] {
-            warnings.extend(list.iter().map(|image| ImageWarning {
-                kind: what.to_owned(),
-                image: image.clone(),
-                count: None,
-            }));
-        }
     }
 }
 

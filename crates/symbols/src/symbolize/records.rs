@@ -243,8 +243,6 @@ impl State<'_> {
         capture: &Capture,
     ) -> Result<(), RecordsError> {
         let shown = &capture.path;
-        self.images
-            .summary_warnings(&mut self.profile.image_warnings);
         self.finish_off_cpu();
         self.event_warnings(capture);
         self.unwind_warnings();
