@@ -12,11 +12,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Installs the agent to a per-test path with `deploy`, which remembers it for `run`.
-fn deploy(sshd: &Sshd, client: &Client) -> PathBuf {
+pub(crate) fn deploy(sshd: &Sshd, client: &Client) -> PathBuf {
     deploy_via(sshd, client, &sshd.target())
 }
 
-fn deploy_via(sshd: &Sshd, client: &Client, target: &str) -> PathBuf {
+/// [`deploy`] through `target` (a proxy or jump host in front of `sshd`).
+pub(crate) fn deploy_via(sshd: &Sshd, client: &Client, target: &str) -> PathBuf {
     let dest = install_path(sshd);
     let (ok, out, err) = outcome(&mut deploy_cmd(
         client,

@@ -1,8 +1,8 @@
 //! `deploy` against a real local sshd: an agent that cannot run on the board is checked where
 //! it lands and never replaces the working one.
 
-use crate::remote_day::{deploy_cmd, install_path};
-use crate::remote_support::{agent_binary, board, run_ok};
+use crate::remote_day::{deploy, deploy_cmd};
+use crate::remote_support::{board, run_ok};
 use kprof_test_support::outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,14 +42,7 @@ fn program_missing_library(dir: &Path) -> PathBuf {
 #[test]
 fn deploy_agent_missing_library_keeps_installed() {
     let (sshd, client) = board();
-    let dest = install_path(&sshd);
-    let (ok, _, err) = outcome(&mut deploy_cmd(
-        &client,
-        &["deploy", &sshd.target()],
-        &agent_binary(),
-        &dest,
-    ));
-    assert!(ok, "{err}");
+    let dest = deploy(&sshd, &client);
     let good = std::fs::read(&dest).unwrap();
 
     let bad = program_missing_library(client.work.path());

@@ -1,8 +1,8 @@
 //! `fetch` of several captures against a real local sshd with the real agent: a capture the
 //! board recorded without samples is reported as such and is not a failure.
 
-use crate::remote_day::{capture_dir, deploy_cmd, fetch_from, install_path, run_script};
-use crate::remote_support::{agent_binary, board};
+use crate::remote_day::{capture_dir, deploy, fetch_from, run_script};
+use crate::remote_support::board;
 use kprof_test_support::outcome;
 
 /// `fetch` of a capture with samples and one without: both downloaded and reported, exit 0,
@@ -10,14 +10,7 @@ use kprof_test_support::outcome;
 #[test]
 fn fetch_captures_no_samples_warns_once() {
     let (sshd, client) = board();
-    let dest = install_path(&sshd);
-    let (ok, _, err) = outcome(&mut deploy_cmd(
-        &client,
-        &["deploy", &sshd.target()],
-        &agent_binary(),
-        &dest,
-    ));
-    assert!(ok, "{err}");
+    deploy(&sshd, &client);
     let caps = capture_dir(&sshd);
     let busy = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
     let (ok, _, err) = outcome(&mut run_script(
@@ -65,14 +58,7 @@ fn fetch_captures_no_samples_warns_once() {
 #[test]
 fn fetch_captures_sequence_order_fetch_time() {
     let (sshd, client) = board();
-    let dest = install_path(&sshd);
-    let (ok, _, err) = outcome(&mut deploy_cmd(
-        &client,
-        &["deploy", &sshd.target()],
-        &agent_binary(),
-        &dest,
-    ));
-    assert!(ok, "{err}");
+    deploy(&sshd, &client);
     let caps = capture_dir(&sshd);
     for _ in 0..3 {
         let (ok, _, err) = outcome(&mut run_script(

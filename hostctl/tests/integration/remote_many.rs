@@ -3,8 +3,8 @@
 //! name; an unreachable board and a link cut mid-capture fail only their own board, named in
 //! the summary and the exit status.
 
-use crate::remote_day::{capture_dir, deploy_cmd, install_path, spawn_watched, wait_for};
-use crate::remote_support::{agent_binary, free_port, Client, Sshd};
+use crate::remote_day::{capture_dir, deploy_via, spawn_watched, wait_for};
+use crate::remote_support::{free_port, Client, Sshd};
 use kprof_test_support::outcome;
 use kprof_test_support::proxy::CuttingProxy;
 use std::path::PathBuf;
@@ -20,18 +20,6 @@ fn two_boards() -> (Sshd, Sshd, Client) {
     }
     let [a, b] = boards;
     (a, b, client)
-}
-
-/// `deploy TARGET` of the agent into `sshd`'s own directory (remembered for `run`).
-fn deploy(client: &Client, sshd: &Sshd, target: &str) {
-    let dest = install_path(sshd);
-    let (ok, _, err) = outcome(&mut deploy_cmd(
-        client,
-        &["deploy", target, "--accept-new-host-key"],
-        &agent_binary(),
-        &dest,
-    ));
-    assert!(ok, "{err}");
 }
 
 /// `run TARGETS --fetch -i KEY -e cpu-clock -o CAPS -- sh -c SCRIPT`.
@@ -70,8 +58,8 @@ fn fetched_of(client: &Client, err: &str, target: &str) -> PathBuf {
 fn run_many_two_boards_fetched_labelled() {
     let (a, b, client) = two_boards();
     let (ta, tb) = (a.target(), b.target());
-    deploy(&client, &a, &ta);
-    deploy(&client, &b, &tb);
+    deploy_via(&a, &client, &ta);
+    deploy_via(&b, &client, &tb);
     let caps = capture_dir(&a);
     let (ok, out, err) = outcome(&mut run_many(
         &client,
@@ -123,7 +111,7 @@ fn rel(client: &Client, path: &std::path::Path) -> String {
 fn run_many_unreachable_board_others_kept() {
     let (a, _b, client) = two_boards();
     let ta = a.target();
-    deploy(&client, &a, &ta);
+    deploy_via(&a, &client, &ta);
     let dead = format!("root@127.0.0.1:{}", free_port());
     let caps = capture_dir(&a);
     let mut cmd = run_many(&client, &[&dead, &ta], &caps, "true");
@@ -152,8 +140,8 @@ fn run_many_link_cut_one_board_other_fetched() {
     let ta = a.target();
     let proxy = CuttingProxy::start(b.port, None);
     let via = format!("root@127.0.0.1:{}", proxy.port);
-    deploy(&client, &a, &ta);
-    deploy(&client, &b, &via);
+    deploy_via(&a, &client, &ta);
+    deploy_via(&b, &client, &via);
     let caps = capture_dir(&a);
     let (child, rx) = spawn_watched(&mut run_many(
         &client,
