@@ -42,6 +42,12 @@ fn demo() -> &'static Path {
 /// `perf record --call-graph MODE` of the demo for about a second.
 fn record(mode: &str) -> PathBuf {
     let out = work().join(format!("{mode}.data"));
+    record_program(demo(), mode, &out);
+    out
+}
+
+/// `perf record --call-graph MODE -o OUT -- PROGRAM 1` at 2 kHz of cpu-clock.
+fn record_program(program: &Path, mode: &str, out: &Path) {
     run(Command::new("perf")
         .args([
             "record",
@@ -53,11 +59,10 @@ fn record(mode: &str) -> PathBuf {
             "2000",
             "-o",
         ])
-        .arg(&out)
+        .arg(out)
         .arg("--")
-        .arg(demo())
+        .arg(program)
         .arg("1"));
-    out
 }
 
 fn dwarf_data() -> &'static Path {
@@ -281,21 +286,7 @@ fn unwind_perfdata_uncovered_code_named() {
         .arg(data_dir.join("uncovered_main.c"))
         .arg(&mid));
     let out = dir.join("dwarf.data");
-    run(Command::new("perf")
-        .args([
-            "record",
-            "--call-graph",
-            "dwarf",
-            "-e",
-            "cpu-clock",
-            "-F",
-            "2000",
-            "-o",
-        ])
-        .arg(&out)
-        .arg("--")
-        .arg(&bin)
-        .arg("1"));
+    record_program(&bin, "dwarf", &out);
     let p = symbolize(&out, std::slice::from_ref(&bin), true);
     let (marked, n) =
         share_with_callers(&p, "hot_leaf", &["mid", "[no unwind info: uncovered_demo]"]);
