@@ -188,6 +188,43 @@ pub enum MarkerKind {
     },
     /// The kernel throttled an event (PERF_RECORD_THROTTLE).
     Throttled,
+    /// A mark of the profiled system: a line an application wrote to ftrace's `trace_marker`
+    /// (`kprof_mark` of `kprof/marker.h`, recorded by `record --markers` as `ftrace:print`
+    /// samples), or a tracepoint recorded with `-e SUBSYS:EVENT`, with its decoded fields.
+    Mark(Mark),
+}
+
+/// One recorded mark: see [`MarkerKind::Mark`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// The event as perf names it: `ftrace:print` for a `trace_marker` line, else the
+    /// tracepoint (`mychardrv:cache_traverse`).
+    pub event: String,
+    /// Process id of the thread that marked (-1 when not recorded).
+    pub pid: i32,
+    /// Thread id (-1 when not recorded).
+    pub tid: i32,
+    /// CPU it was recorded on (`u32::MAX` when not recorded).
+    pub cpu: u32,
+    /// What a person reads: the line written to `trace_marker` (without its final newline),
+    /// or a tracepoint's fields as `name=value` separated by spaces, in format order.
+    pub text: String,
+    /// A tracepoint's decoded fields (name, value as text), in format order, without the
+    /// `common_*` ones; empty for `ftrace:print`.
+    pub fields: Vec<(String, String)>,
+    /// Whether the mark opens or closes a named span (`kprof_mark_begin/end`, written as
+    /// atrace's `B|PID|NAME` and `E|PID|NAME`, which Perfetto reads too).
+    pub edge: Option<SpanEdge>,
+}
+
+/// A mark that opens or closes a span: the spans of a thread are the begin/end pairs of the
+/// same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpanEdge {
+    /// `B|PID|NAME`: the span NAME starts.
+    Begin(String),
+    /// `E|PID|NAME` (or `E|PID`: closes the thread's innermost open span).
+    End(Option<String>),
 }
 
 /// A sampled event.

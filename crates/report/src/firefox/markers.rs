@@ -22,6 +22,7 @@ impl KprofMarker {
             MarkerKind::WorkloadExit => ("workload exit", 0),
             MarkerKind::Lost { samples } => ("lost samples", *samples),
             MarkerKind::Throttled => ("throttled", 0),
+            MarkerKind::Mark(mark) => (mark.text.as_str(), 0),
         };
         Self {
             name: fx.intern_string(name),

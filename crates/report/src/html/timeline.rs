@@ -34,6 +34,7 @@ pub fn markers(profile: &Profile) -> Vec<(u64, &'static str, String)> {
             MarkerKind::WorkloadExit => (m.time, "exit", "workload exit".to_owned()),
             MarkerKind::Lost { samples } => (m.time, "lost", format!("{samples} samples lost")),
             MarkerKind::Throttled => (m.time, "throttled", "event throttled".to_owned()),
+            MarkerKind::Mark(mark) => (m.time, "mark", mark.text.clone()),
         })
         .collect()
 }
