@@ -37,6 +37,7 @@ pub mod provider;
 mod quiet_panic;
 pub mod sources;
 mod symbolize;
+pub mod tracing_data;
 pub mod unwind;
 pub mod views;
 
