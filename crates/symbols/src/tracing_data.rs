@@ -13,6 +13,7 @@
 
 mod decode;
 
+pub(crate) use decode::hex_bytes;
 pub use decode::FieldValue;
 
 /// Why tracing data could not be read.

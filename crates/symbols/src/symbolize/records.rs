@@ -121,6 +121,10 @@ impl State<'_> {
             .period
             .or(self.fixed_periods.get(e).copied().flatten())
             .unwrap_or(1);
+        if self.marks.is_mark(e) {
+            self.on_mark(s, e, time);
+            return;
+        }
         // A context switch is counted once paired with its thread's switch-in
         // (finish_off_cpu), weighing the ns between them.
         let switch = self.switches.event == Some(e);
