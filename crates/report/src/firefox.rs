@@ -14,6 +14,10 @@
 //!   CPU graph already shows cpu-clock time.
 //! - Markers on the profiled command's busiest thread (else the busiest of all): workload
 //!   start and exit, lost samples, throttling.
+//! - The profiled system's marks on the thread that marked: an instant marker per plain mark
+//!   (named by its text) and per tracepoint (named by its event, its fields as text), an
+//!   interval marker per span (`B|PID|NAME` to its end, named NAME; from the begin on when the
+//!   capture ended first).
 
 mod markers;
 
@@ -23,7 +27,7 @@ use fxprof_processed_profile::{
     MarkerTiming, ProcessHandle, Profile as Fx, ReferenceTimestamp, SamplingInterval, StackHandle,
     StringHandle, ThreadHandle, Timestamp,
 };
-use kprof_symbols::profile::{Profile, Sample};
+use kprof_symbols::profile::{Mark, MarkerKind, Profile, Sample};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -134,12 +138,72 @@ fn build(p: &Profile) -> Result<Fx, Error> {
         fx.set_thread_show_markers_in_timeline(t, true);
         fx.add_initial_selected_thread(t);
         for m in &p.meta.markers {
+            if matches!(m.kind, MarkerKind::Mark(_)) {
+                continue;
+            }
             let marker = markers::KprofMarker::new(&mut fx, &m.kind);
             fx.add_marker(t, MarkerTiming::Instant(at(m.time)), marker);
         }
         add_counters(p, &mut fx, processes[&p.threads[i].pid]);
     }
+    add_marks(p, &mut fx, &threads);
     Ok(fx)
+}
+
+/// The marks on the tracks of the threads that marked them: spans as intervals, the others
+/// as instants. A mark of a thread without a track (not in the profile's threads) is left out.
+fn add_marks(p: &Profile, fx: &mut Fx, threads: &[ThreadHandle]) {
+    let track = |pid: i32, tid: i32| {
+        p.threads
+            .iter()
+            .rposition(|t| t.pid == pid && t.tid == tid)
+            .map(|i| threads[i])
+    };
+    let spans = kprof_symbols::marks::spans(p);
+    let mut in_span = vec![false; p.meta.markers.len()];
+    for s in &spans {
+        in_span[s.begin] = true;
+        if let Some(e) = s.end_marker {
+            in_span[e] = true;
+        }
+        let MarkerKind::Mark(begin) = &p.meta.markers[s.begin].kind else {
+            continue;
+        };
+        let Some(t) = track(s.pid, s.tid) else {
+            continue;
+        };
+        let marker = mark_marker(fx, &s.name, begin);
+        let timing = match s.end {
+            Some(end) => MarkerTiming::Interval(at(s.start), at(end)),
+            None => MarkerTiming::IntervalStart(at(s.start)),
+        };
+        fx.set_thread_show_markers_in_timeline(t, true);
+        fx.add_marker(t, timing, marker);
+    }
+    for (i, m) in p.meta.markers.iter().enumerate() {
+        let MarkerKind::Mark(mark) = &m.kind else {
+            continue;
+        };
+        let Some(t) = track(mark.pid, mark.tid).filter(|_| !in_span[i]) else {
+            continue;
+        };
+        let name = if mark.fields.is_empty() {
+            &mark.text
+        } else {
+            &mark.event
+        };
+        let marker = mark_marker(fx, name, mark);
+        fx.set_thread_show_markers_in_timeline(t, true);
+        fx.add_marker(t, MarkerTiming::Instant(at(m.time)), marker);
+    }
+}
+
+fn mark_marker(fx: &mut Fx, name: &str, mark: &Mark) -> markers::MarkMarker {
+    markers::MarkMarker {
+        name: fx.intern_string(name),
+        event: fx.intern_string(&mark.event),
+        text: fx.intern_string(&mark.text),
+    }
 }
 
 fn at(ns: u64) -> Timestamp {

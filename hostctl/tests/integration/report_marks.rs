@@ -2,7 +2,8 @@
 //! function, with an `exec` of a tiny program of its own name before each phase and after
 //! the last, recorded by Debian's `perf record -e sched:sched_process_exec -e cpu-clock`. The
 //! exec tracepoints are the marks: `report --markers` lists them with their decoded fields,
-//! `--time MARK..MARK` gives each phase its own function on top.
+//! `--time MARK..MARK` gives each phase its own function on top, and the Firefox export
+//! carries them on the thread that exec'd.
 
 use crate::render_support::{kprofctl, kprofctl_ok};
 use serde_json::Value;
@@ -273,4 +274,68 @@ fn report_time_mark_unknown_lists_marks() {
         err.contains("is called \"phase_x\"") && err.contains("has no spans"),
         "{err}"
     );
+}
+
+/// The Firefox export: one instant marker per exec on the thread that exec'd (named by the
+/// event, its fields as text), at the mark's time.
+#[test]
+fn render_firefox_exec_marks_on_their_threads() {
+    let v = report_json(&["--markers"]);
+    let marks = exec_marks(&v);
+    let d = recorded();
+    kprofctl_ok(
+        &[
+            "report",
+            "perf.data",
+            "--symbols",
+            ".",
+            "--format",
+            "firefox",
+            "-o",
+            "fx.json",
+        ],
+        d,
+    );
+    let fx: Value = serde_json::from_slice(&std::fs::read(d.join("fx.json")).unwrap()).unwrap();
+    let mut found = Vec::new();
+    for t in fx["threads"].as_array().unwrap() {
+        let m = &t["markers"];
+        let table = t["stringArray"].as_array().unwrap();
+        for i in 0..m["length"].as_u64().unwrap_or(0) as usize {
+            let data = &m["data"][i];
+            if data["type"] != "kprof-mark" {
+                continue;
+            }
+            let s = |v: &Value| {
+                table[v.as_u64().unwrap() as usize]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            };
+            found.push((
+                t["tid"].to_string().trim_matches('"').to_string(),
+                s(&m["name"][i]),
+                s(&data["text"]),
+                m["startTime"][i].as_f64().unwrap(),
+                m["phase"][i].as_u64().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(found.len(), marks.len(), "{found:?}");
+    for (_, m) in &marks {
+        let tid = m["tid"].to_string();
+        let text = m["text"].as_str().unwrap();
+        let ms = m["time_ns"].as_u64().unwrap() as f64 / 1e6;
+        assert!(
+            // The profiler writes a tid that repeats (a process that exec'd) as `tid.1`.
+            found.iter().any(
+                |(t, name, txt, at, phase)| t.split('.').next() == Some(&*tid)
+                    && name == "sched:sched_process_exec"
+                    && txt == text
+                    && (at - ms).abs() < 0.001
+                    && *phase == 0
+            ),
+            "{text} at {ms} ms on {tid}: {found:?}"
+        );
+    }
 }
