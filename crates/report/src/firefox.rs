@@ -497,6 +497,79 @@ mod tests {
         assert_eq!(ops, vec![2, 1, 1]);
     }
 
+    /// Marks go on the marking thread's track: a begin/end pair as one interval marker named
+    /// by the span, a plain mark as an instant named by its text, a tracepoint named by its
+    /// event, a begin never ended as an interval start; the end mark makes no marker of its
+    /// own.
+    #[test]
+    fn write_firefox_marks_spans_intervals_instants() {
+        use kprof_symbols::profile::{Mark, Marker, SpanEdge};
+        let mut p = fixture::profile();
+        let mark = |time, text: &str, fields: Vec<(String, String)>, edge| Marker {
+            time,
+            kind: MarkerKind::Mark(Mark {
+                event: if fields.is_empty() {
+                    "ftrace:print"
+                } else {
+                    "drv:ev"
+                }
+                .into(),
+                pid: 100,
+                tid: 100,
+                cpu: 0,
+                text: text.into(),
+                fields,
+                edge,
+            }),
+        };
+        p.meta.markers = vec![
+            mark(
+                1_000_000,
+                "B|100|phase_a",
+                vec![],
+                Some(SpanEdge::Begin("phase_a".into())),
+            ),
+            mark(2_000_000, "hello", vec![], None),
+            mark(3_000_000, "a=1", vec![("a".into(), "1".into())], None),
+            mark(4_000_000, "E|100", vec![], Some(SpanEdge::End(None))),
+            mark(
+                5_000_000,
+                "B|100|open",
+                vec![],
+                Some(SpanEdge::Begin("open".into())),
+            ),
+        ];
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let fx: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let t = &fx["threads"][0];
+        let m = &t["markers"];
+        let s = |v: &serde_json::Value| t["stringArray"][v.as_u64().unwrap() as usize].clone();
+        let got: Vec<_> = (0..m["length"].as_u64().unwrap() as usize)
+            .filter(|i| m["data"][*i]["type"] == "kprof-mark")
+            .map(|i| {
+                (
+                    s(&m["name"][i]),
+                    s(&m["data"][i]["text"]),
+                    m["startTime"][i].as_f64(),
+                    m["endTime"][i].as_f64(),
+                    m["phase"][i].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let j = |v: &str| serde_json::Value::from(v);
+        assert_eq!(
+            got,
+            [
+                (j("phase_a"), j("B|100|phase_a"), Some(1.0), Some(4.0), 1),
+                // The format writes endTime 0 for what is no interval.
+                (j("open"), j("B|100|open"), Some(5.0), Some(0.0), 2),
+                (j("hello"), j("hello"), Some(2.0), Some(0.0), 0),
+                (j("drv:ev"), j("a=1"), Some(3.0), Some(0.0), 0),
+            ]
+        );
+    }
+
     /// The gzip form decompresses to the same JSON as the plain one.
     #[test]
     fn write_gzip_firefox_fixture_same_json() {
