@@ -339,3 +339,161 @@ fn render_firefox_exec_marks_on_their_threads() {
         );
     }
 }
+
+/// The phases program marking its phases through ftrace's `trace_marker` as
+/// `kprof/marker.h` does: `B|PID|phase_x` before a phase, `E|PID|phase_x` after it, and a
+/// plain `all done` line at the end.
+const TRACE_MARKER_PROGRAM: &str = r#"#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+static int marker = -1;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void mark(const char *kind, const char *name) {
+    char line[256];
+    int n = name ? snprintf(line, sizeof line, "%s|%d|%s\n", kind, (int)getpid(), name)
+                 : snprintf(line, sizeof line, "%s\n", kind);
+    if (write(marker, line, n) != n) {
+        perror("trace_marker");
+        exit(2);
+    }
+}
+
+__attribute__((noinline)) void phase_a(double seconds) {
+    double end = now() + seconds;
+    while (now() < end)
+        for (int i = 0; i < 10000; i++)
+            sink += i * 3;
+}
+
+__attribute__((noinline)) void phase_b(double seconds) {
+    double end = now() + seconds;
+    while (now() < end)
+        for (int i = 0; i < 10000; i++)
+            sink ^= i * 7;
+}
+
+__attribute__((noinline)) void phase_c(double seconds) {
+    double end = now() + seconds;
+    while (now() < end)
+        for (int i = 0; i < 10000; i++)
+            sink -= i * 5;
+}
+
+int main(int argc, char **argv) {
+    double seconds = atof(argv[1]);
+    marker = open("/sys/kernel/tracing/trace_marker", O_WRONLY);
+    if (marker < 0) {
+        perror("/sys/kernel/tracing/trace_marker");
+        return 2;
+    }
+    mark("B", "phase_a");
+    phase_a(seconds);
+    mark("E", "phase_a");
+    mark("B", "phase_b");
+    phase_b(seconds);
+    mark("E", "phase_b");
+    mark("B", "phase_c");
+    phase_c(seconds);
+    mark("E", "phase_c");
+    mark("all done", NULL);
+    return 0;
+}
+"#;
+
+/// `kprof-agent record --markers` of the trace_marker phases program: the seven lines are
+/// `ftrace:print` marks with their texts and span edges, `--time phase_x` (the span) and
+/// `--time 'B|PID|phase_x'..'E|PID|phase_x'` (the marks' texts) each put phase_x's function
+/// on top, and the Firefox export has an interval marker per phase on the program's thread.
+#[test]
+#[ignore = "needs kprof-agent --markers (m-agent branch)"]
+fn report_markers_trace_marker_phases_spans() {
+    let dir = tempfile::Builder::new()
+        .prefix("kprof-trace-marker-")
+        .tempdir()
+        .unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("tm.c"), TRACE_MARKER_PROGRAM).unwrap();
+    kprof_test_support::cc_in(d, &["-O2", "-g", "-fno-omit-frame-pointer"], "tm.c", "tm");
+    let out = Command::new(crate::remote_support::agent_binary())
+        .args(["record", "-e", "cpu-clock", "-g", "--markers", "-o"])
+        .arg(d.join("captures"))
+        .args(["--", "./tm", "0.5"])
+        .current_dir(d)
+        .output()
+        .expect("kprof-agent runs (as root)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let capture = stdout.lines().last().expect("the archive path").to_string();
+    let json = |extra: &[&str]| -> Value {
+        let mut args = vec!["report", &capture, "--symbols", ".", "--format", "json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&kprofctl_ok(&args, d)).expect("JSON report")
+    };
+    let v = json(&["--markers"]);
+    let marks = v["markers"].as_array().expect("markers");
+    let texts: Vec<&str> = marks.iter().map(|m| m["text"].as_str().unwrap()).collect();
+    let pid = marks[0]["pid"].as_i64().unwrap();
+    let want: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|p| [format!("B|{pid}|phase_{p}"), format!("E|{pid}|phase_{p}")])
+        .chain(["all done".to_string()])
+        .collect();
+    assert_eq!(texts, want, "{v}");
+    assert!(marks
+        .iter()
+        .all(|m| m["event"] == "ftrace:print" && m["comm"] == "tm"));
+    assert_eq!(marks[0]["edge"], serde_json::json!({"begin": "phase_a"}));
+    assert_eq!(marks[1]["edge"], serde_json::json!({"end": "phase_a"}));
+    assert!(marks[6]["edge"].is_null());
+    for p in ["phase_a", "phase_b", "phase_c"] {
+        let by_span = json(&["--time", p]);
+        assert_eq!(
+            by_span["functions"][0]["symbol"], p,
+            "--time {p}: {by_span}"
+        );
+        let window = format!("B|{pid}|{p}..E|{pid}|{p}");
+        let by_text = json(&["--time", &window]);
+        assert_eq!(by_text["functions"][0]["symbol"], p, "{window}");
+        assert_eq!(by_text["window"], by_span["window"]);
+    }
+    kprofctl_ok(
+        &[
+            "report",
+            &capture,
+            "--symbols",
+            ".",
+            "--format",
+            "firefox",
+            "-o",
+            "fx.json",
+        ],
+        d,
+    );
+    let fx: Value = serde_json::from_slice(&std::fs::read(d.join("fx.json")).unwrap()).unwrap();
+    let mut intervals = Vec::new();
+    for t in fx["threads"].as_array().unwrap() {
+        let m = &t["markers"];
+        for i in 0..m["length"].as_u64().unwrap_or(0) as usize {
+            if m["data"][i]["type"] == "kprof-mark" && m["phase"][i] == 1 {
+                let name = &t["stringArray"][m["name"][i].as_u64().unwrap() as usize];
+                intervals.push(name.as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert_eq!(intervals, ["phase_a", "phase_b", "phase_c"]);
+}
