@@ -216,6 +216,54 @@ fn report_markers_json_text_exec_tracepoint_fields() {
     );
 }
 
+/// Every format of the capture with marks and cpu-clock works and counts cpu-clock samples
+/// only: the collapsed stacks add up to the JSON report's cpu-clock samples, and no format
+/// names the tracepoint as an event.
+#[test]
+fn report_formats_exec_marks_not_samples() {
+    let d = recorded();
+    let v = report_json(&[]);
+    let samples = v["events"][0]["samples"].as_u64().unwrap();
+    let collapsed = kprofctl_ok(
+        &[
+            "report",
+            "perf.data",
+            "--symbols",
+            ".",
+            "--format",
+            "collapsed",
+        ],
+        d,
+    );
+    let sum: u64 = collapsed
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(sum, samples);
+    for format in ["html", "svg", "pprof", "firefox"] {
+        let out = format!("out.{format}");
+        kprofctl_ok(
+            &[
+                "report",
+                "perf.data",
+                "--symbols",
+                ".",
+                "--format",
+                format,
+                "-o",
+                &out,
+            ],
+            d,
+        );
+        assert!(
+            std::fs::metadata(d.join(&out)).unwrap().len() > 0,
+            "{format}"
+        );
+    }
+    let text = kprofctl_ok(&["report", "perf.data", "--symbols", "."], d);
+    assert!(!text.contains("Event:   sched:"), "{text}");
+}
+
 /// `--time MARK..MARK` with the exec marks' texts: each phase's own function is on top,
 /// and the window is exactly the marks' times.
 #[test]
