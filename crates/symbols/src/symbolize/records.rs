@@ -115,16 +115,17 @@ impl State<'_> {
         time: Option<u64>,
         stack_buf: &mut Vec<usize>,
     ) {
+        // A mark is no sample: no count, no period, no stack.
+        if self.marks.is_mark(e) {
+            self.on_mark(s, e, time);
+            return;
+        }
         // Without PERIOD in the samples, a fixed period is what each one stands for; with
         // neither (frequency mode) the weight is unknown and `period_known` says so.
         let period = s
             .period
             .or(self.fixed_periods.get(e).copied().flatten())
             .unwrap_or(1);
-        if self.marks.is_mark(e) {
-            self.on_mark(s, e, time);
-            return;
-        }
         // A context switch is counted once paired with its thread's switch-in
         // (finish_off_cpu), weighing the ns between them.
         let switch = self.switches.event == Some(e);
