@@ -78,7 +78,8 @@ pub struct ReportArgs {
     #[arg(skip)]
     pub window: Option<TimeRange>,
     /// List the capture's marks (`record --markers` lines, `-e SUBSYS:EVENT` tracepoints with
-    /// their fields) in time order, in the `--time` window: time, CPU, thread, event, text.
+    /// their fields) in time order, in the `--time` window, of the threads `--pid`/`--comm`
+    /// pick: time, CPU, thread, event, text.
     #[arg(long, group = "view", conflicts_with_all = ["off_cpu", "ratio"])]
     pub markers: bool,
     /// Who calls FUNC, as a tree with shares (FUNC or IMAGE:FUNC).
@@ -504,6 +505,20 @@ fn run_markers(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
     if let Some(t) = args.window {
         p = views::into_time_window(p, t.start, t.end);
     }
+    // --pid and --comm pick the marking threads, as they pick the sampled ones.
+    let threads = std::mem::take(&mut p.threads);
+    p.meta.markers.retain(|m| match &m.kind {
+        kprof_symbols::profile::MarkerKind::Mark(k) => {
+            args.pid.is_none_or(|pid| k.pid == pid || k.tid == pid)
+                && args.comm.as_ref().is_none_or(|c| {
+                    threads
+                        .iter()
+                        .any(|t| t.pid == k.pid && t.tid == k.tid && t.comm == *c)
+                })
+        }
+        _ => true,
+    });
+    p.threads = threads;
     for w in &p.warnings {
         crate::term::warning(w);
     }

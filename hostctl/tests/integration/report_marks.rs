@@ -197,6 +197,13 @@ fn report_markers_json_text_exec_tracepoint_fields() {
         );
         assert_eq!(m["comm"], *name, "the thread's name after its exec");
     }
+    let only = report_json(&["--markers", "--comm", "start_b"]);
+    let only: Vec<String> = exec_marks(&only).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(only, ["start_b"], "--comm picks the marking thread");
+    let pid = marks[3].1["pid"].to_string();
+    let only = report_json(&["--markers", "--pid", &pid]);
+    let only: Vec<String> = exec_marks(&only).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(only, ["start_c"], "--pid picks the marking thread");
     let text = kprofctl_ok(
         &["report", "perf.data", "--symbols", ".", "--markers"],
         recorded(),
