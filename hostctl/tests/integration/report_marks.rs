@@ -300,6 +300,44 @@ fn report_time_json_mark_texts_phase_on_top() {
     }
 }
 
+/// A pipe-mode perf.data with a tracepoint (`perf record -o -`) carries its formats in a
+/// record whose payload follows outside its size: refused naming it and the way out, not
+/// misread as a cut stream.
+#[test]
+fn report_perfdata_pipe_tracepoint_refused_clearly() {
+    let d = recorded();
+    let out = Command::new("perf")
+        .current_dir(d)
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "sched:sched_process_exec",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "-",
+        ])
+        .args(["--", "./end"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(d.join("pipe.data"), &out.stdout).unwrap();
+    let out = kprofctl(&["report", "pipe.data", "--symbols", ".", "--markers"], d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("pipe.data")
+            && err.contains("PERF_RECORD_HEADER_TRACING_DATA")
+            && err.contains("record tracepoints to a file"),
+        "{err}"
+    );
+}
+
 /// A bound that names no mark is an error that lists the mark texts there are.
 #[test]
 fn report_time_mark_unknown_lists_marks() {
