@@ -89,15 +89,43 @@ fn parse_tracing_data_real_perf_record_formats() {
     );
 }
 
+/// HEADER_TRACING_DATA of `kprof-agent record --off-cpu --markers -e sched:sched_process_exec`
+/// (m-agent's agent, Linux 6.18 x86_64): ftrace's `print` in the ftrace section, `sched`'s
+/// two formats.
+const AGENT: &[u8] = include_bytes!("../../../../fuzz/seeds/tracing_data/kprof-agent-markers.bin");
+
+/// The agent's tracing data: `ftrace:print` with `ip` and the to-the-end `buf`, found by the
+/// id a marks event's attr carries.
+#[test]
+fn parse_tracing_data_agent_markers_print_format() {
+    let td = parse(AGENT).unwrap();
+    let print = td.format("ftrace", "print").expect("ftrace:print");
+    assert_eq!(td.format_by_id(print.id), Some(print));
+    let ip = print.field("ip").unwrap();
+    assert_eq!(
+        (ip.offset, ip.size, ip.type_text.as_str()),
+        (8, 8, "unsigned long")
+    );
+    let buf = print.field("buf").unwrap();
+    assert_eq!(
+        (buf.offset, buf.shape, buf.type_text.as_str()),
+        (16, Shape::ToEnd, "char")
+    );
+    assert!(td.format("sched", "sched_switch").is_some());
+    assert!(td.format("sched", "sched_process_exec").is_some());
+}
+
 /// Every cut of real tracing data is an error naming a section (or the formats before the
 /// cut), never a panic.
 #[test]
 fn parse_tracing_data_truncated_named_error() {
-    let full = parse(REAL).unwrap();
-    for len in 0..REAL.len() {
-        match parse(&REAL[..len]) {
-            Ok(td) => assert!(td.formats.len() <= full.formats.len()),
-            Err(e) => assert!(!e.to_string().is_empty()),
+    for real in [REAL, AGENT] {
+        let full = parse(real).unwrap();
+        for len in 0..real.len() {
+            match parse(&real[..len]) {
+                Ok(td) => assert!(td.formats.len() <= full.formats.len()),
+                Err(e) => assert!(!e.to_string().is_empty()),
+            }
         }
     }
     assert_eq!(parse(b"\x17\x08Dtrac"), Err(TracingDataError::Magic));
