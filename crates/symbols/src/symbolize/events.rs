@@ -27,6 +27,8 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
             .replace("cpuclock", "cpu-clock")
             .replace("taskclock", "task-clock"),
         PerfEventType::Hardware(h, _) => format!("{h:?}").to_lowercase(),
+        // perf names it by its format, which marks::mark_event looks up by this id.
+        PerfEventType::Tracepoint(id) => format!("tracepoint:{id}"),
         other => format!("{other:?}"),
     }
 }
