@@ -27,7 +27,7 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
             .replace("cpuclock", "cpu-clock")
             .replace("taskclock", "task-clock"),
         PerfEventType::Hardware(h, _) => format!("{h:?}").to_lowercase(),
-        // perf names it by its format, which marks::mark_event looks up by this id.
+        // perf names it by its format: read_header does when the file has one.
         PerfEventType::Tracepoint(id) => format!("tracepoint:{id}"),
         other => format!("{other:?}"),
     }
@@ -83,6 +83,15 @@ impl State<'_> {
             let PerfEventType::Tracepoint(id) = a.attr.type_ else {
                 continue;
             };
+            // A file without event names (no EVENT_DESC) names it as perf does, by its format.
+            let unnamed = self.profile.events[i].name == format!("tracepoint:{id}");
+            if let Some(f) = tracing
+                .as_ref()
+                .and_then(|t| t.format_by_id(id))
+                .filter(|_| unnamed)
+            {
+                self.profile.events[i].name = f.event_name();
+            }
             if self.profile.events[i].name == super::off_cpu::SWITCH_EVENT
                 && self.switches.event.is_none()
             {

@@ -39,14 +39,6 @@ impl State<'_> {
                 .and_then(|(sys, ev)| td.format(sys, ev));
             by_name.or_else(|| td.format_by_id(id)).cloned()
         });
-        // A file without event names (no EVENT_DESC) names it as perf does, by its format.
-        if let Some(f) = format
-            .as_ref()
-            .filter(|_| name == &format!("tracepoint:{id}"))
-        {
-            self.profile.events[e].name = f.event_name();
-        }
-        let name = &self.profile.events[e].name;
         if format.is_none() {
             self.profile.warnings.push(format!(
                 "event {name}: the capture's tracing data has no format for it (tracepoint id {id}); its marks show the raw record in hex"
