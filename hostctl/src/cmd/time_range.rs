@@ -136,6 +136,10 @@ fn available<'a>(marks: impl Iterator<Item = &'a Mark>, spans: bool) -> String {
         if !names.contains(&n) {
             names.push(n);
         }
+        // One more than shown says there are more; a capture may have millions of marks.
+        if names.len() > 10 {
+            break;
+        }
     }
     if names.is_empty() {
         let what = if spans { "spans" } else { "marks" };
@@ -284,6 +288,23 @@ mod tests {
                 .unwrap_err()
         );
         assert!(e.contains("is empty"), "{e}");
+    }
+
+    /// An unknown name lists 10 texts and says there are more, in the capture's order.
+    #[test]
+    fn resolve_time_unknown_lists_ten_texts() {
+        let texts: Vec<String> = (0..25).map(|i| format!("m{i}")).collect();
+        let marks: Vec<(u64, i32, &str)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as u64, 1, t.as_str()))
+            .collect();
+        let p = with_marks(&marks);
+        let e = format!(
+            "{:#}",
+            "x..".parse::<TimeSpec>().unwrap().resolve(&p).unwrap_err()
+        );
+        assert!(e.ends_with("its mark texts: \"m0\", \"m1\", \"m2\", \"m3\", \"m4\", \"m5\", \"m6\", \"m7\", \"m8\", \"m9\", ..."), "{e}");
     }
 
     /// `--time NAME` is the first span NAME of one thread, nested spans and a bare `E`
