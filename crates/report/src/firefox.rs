@@ -153,12 +153,14 @@ fn build(p: &Profile) -> Result<Fx, Error> {
 /// The marks on the tracks of the threads that marked them: spans as intervals, the others
 /// as instants. A mark of a thread without a track (not in the profile's threads) is left out.
 fn add_marks(p: &Profile, fx: &mut Fx, threads: &[ThreadHandle]) {
-    let track = |pid: i32, tid: i32| {
-        p.threads
-            .iter()
-            .rposition(|t| t.pid == pid && t.tid == tid)
-            .map(|i| threads[i])
-    };
+    // The last track of a (pid, tid): the name it had after an exec.
+    let by_id: HashMap<(i32, i32), ThreadHandle> = p
+        .threads
+        .iter()
+        .zip(threads)
+        .map(|(t, h)| ((t.pid, t.tid), *h))
+        .collect();
+    let track = |pid: i32, tid: i32| by_id.get(&(pid, tid)).copied();
     let spans = kprof_symbols::marks::spans(p);
     let mut in_span = vec![false; p.meta.markers.len()];
     for s in &spans {

@@ -4,6 +4,7 @@
 
 use kprof_symbols::profile::{Mark, MarkerKind, Profile, SpanEdge};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// One mark as listed.
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +22,7 @@ pub fn listed(p: &Profile) -> Vec<Listed<'_>> {
     let w = p.meta.window;
     let inside =
         |t: u64| w.is_none_or(|w| w.start.is_none_or(|a| t >= a) && w.end.is_none_or(|b| t < b));
+    let comms = comms(p);
     p.meta
         .markers
         .iter()
@@ -28,19 +30,19 @@ pub fn listed(p: &Profile) -> Vec<Listed<'_>> {
             MarkerKind::Mark(mark) if inside(m.time) => Some(Listed {
                 time: m.time,
                 mark,
-                comm: comm_of(p, mark),
+                comm: comms.get(&(mark.pid, mark.tid)).copied(),
             }),
             _ => None,
         })
         .collect()
 }
 
-fn comm_of<'a>(p: &'a Profile, m: &Mark) -> Option<&'a str> {
+/// Each thread's name by (pid, tid): its last one (after an exec), looked up once per mark.
+pub fn comms(p: &Profile) -> HashMap<(i32, i32), &str> {
     p.threads
         .iter()
-        .rev()
-        .find(|t| t.tid == m.tid && t.pid == m.pid)
-        .map(|t| t.comm.as_str())
+        .map(|t| ((t.pid, t.tid), t.comm.as_str()))
+        .collect()
 }
 
 /// `comm/pid/tid`, `?` for what was not recorded.

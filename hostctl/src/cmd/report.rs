@@ -506,19 +506,19 @@ fn run_markers(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
         p = views::into_time_window(p, t.start, t.end);
     }
     // --pid and --comm pick the marking threads, as they pick the sampled ones.
-    let threads = std::mem::take(&mut p.threads);
+    let named: std::collections::HashSet<(i32, i32)> = p
+        .threads
+        .iter()
+        .filter(|t| args.comm.as_ref().is_some_and(|c| t.comm == *c))
+        .map(|t| (t.pid, t.tid))
+        .collect();
     p.meta.markers.retain(|m| match &m.kind {
         kprof_symbols::profile::MarkerKind::Mark(k) => {
             args.pid.is_none_or(|pid| k.pid == pid || k.tid == pid)
-                && args.comm.as_ref().is_none_or(|c| {
-                    threads
-                        .iter()
-                        .any(|t| t.pid == k.pid && t.tid == k.tid && t.comm == *c)
-                })
+                && (args.comm.is_none() || named.contains(&(k.pid, k.tid)))
         }
         _ => true,
     });
-    p.threads = threads;
     for w in &p.warnings {
         crate::term::warning(w);
     }
