@@ -178,7 +178,8 @@ board_ensure_kernel() {
 # mychardrv: rebuilt when its sources or build-module change (the kernel is implied by $dir).
 board_ensure_module() {
   local dir=$1 hash
-  hash=$(cat "$board_top"/examples/mychardrv/{mychardrv.c,Kbuild,Makefile} \
+  hash=$(cat "$board_top"/examples/mychardrv/{mychardrv.c,mychardrv_trace.h,Kbuild,Makefile} \
+    "$board_top"/include/kprof/marker.h \
     "$board_top"/examples/mychardrv-writer/{mychardrv_writer.c,Makefile} "$board_here/build-module" |
     sha256sum | cut -c1-16)
   if [ "$(cat "$dir/build/mychardrv-1.0/.stamp" 2>/dev/null)" = "$hash" ]; then
