@@ -4,7 +4,8 @@ person would: loads the page at a size, screenshots it, opens the Log tab, filte
 the row whose text is ROW_TEXT and prints what it found as one JSON object (the Rust test in
 html/tests.rs judges it).
 
-Usage: marks_check.py PAGE.html SHOTS_DIR WIDTHxHEIGHT FILTER ROW_TEXT
+Usage: marks_check.py PAGE.html SHOTS_DIR WIDTHxHEIGHT FILTER ROW_TEXT [MARK_TEXT]
+  MARK_TEXT: then the Log is filtered to that text and its first row clicked too.
 """
 import base64
 import json
@@ -84,6 +85,9 @@ def main():
         out["tip"] = d.execute_script("var t = document.getElementById('tl-tip'); return t && !t.hidden ? t.textContent : null;")
         d.find_element(By.CSS_SELECTOR, "#tabs button[data-pane=log]").click()
         out["logAll"] = d.execute_script(ROWS)
+        out["title"] = d.title
+        out["logLayout"] = d.execute_script("return {scrollWidth: document.documentElement.scrollWidth,"
+                                            " clientWidth: document.documentElement.clientWidth};")
         d.find_element(By.ID, "log-filter").send_keys(query)
         out["logFiltered"] = d.execute_script(ROWS)
         out["count"] = d.find_element(By.ID, "log-count").text
@@ -99,6 +103,13 @@ def main():
             "return (document.querySelector('#functions-table tbody tr') || {}).textContent;")
         d.execute_script("window.scrollTo(0, 0);")
         d.save_screenshot("%s/marks-%d-selected.png" % (shots, width))
+        if len(sys.argv) > 6:
+            d.find_element(By.CSS_SELECTOR, "#tabs button[data-pane=log]").click()
+            box = d.find_element(By.ID, "log-filter")
+            box.clear()
+            box.send_keys(sys.argv[6])
+            d.find_element(By.CSS_SELECTOR, "#log-table tbody tr").click()
+            out["afterMark"] = view(d)
         out["console"] = [e for e in d.get_log("browser")]
     finally:
         d.quit()

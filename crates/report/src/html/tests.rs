@@ -572,10 +572,13 @@ fn mark(ms: u64, pid: i32, tid: i32, event: &str, text: &str) -> kprof_symbols::
     }
 }
 
+/// A mark whose text is markup: the page must show it as text.
+const HOSTILE_MARK: &str = "</script><img src=x onerror=\"document.title='pwned'\"> & more";
+
 /// [`timed_fixture`] with marks: three phases as spans on the app thread (0–600 ms compute,
 /// 700–950 ms the driver's checksum, 950–999 ms libc), a span nested in phase 2, a frame mark
-/// every 50 ms, an end that closes nothing, a begin never closed, and a driver tracepoint on
-/// a thread that has no samples.
+/// every 50 ms, an end that closes nothing, a begin never closed, a line of markup, and a
+/// driver tracepoint on a thread that has no samples.
 fn marked_fixture() -> Profile {
     let mut profile = timed_fixture();
     let print = "ftrace:print";
@@ -591,6 +594,7 @@ fn marked_fixture() -> Profile {
         mark(960, 100, 100, print, "E|100|orphan"),
         mark(970, 100, 100, print, "B|100|never ends"),
         mark(820, 200, 201, "mychardrv:cache_traverse", "len=4096 hits=3"),
+        mark(400, 100, 100, print, HOSTILE_MARK),
     ];
     for frame in 0..20 {
         marks.push(mark(
@@ -659,7 +663,7 @@ fn write_html_marks_in_data_spans_paired_per_thread() {
     write(&marked_fixture(), None, &mut out).unwrap();
     let data = data_of(&String::from_utf8(out).unwrap());
     let (marks, spans) = page_marks(&data);
-    assert_eq!(marks.len(), 31);
+    assert_eq!(marks.len(), 32);
     assert!(marks.windows(2).all(|w| w[0].0 <= w[1].0), "time order");
     assert_eq!(marks[0], (0, 0, "B|100|phase 1".to_owned()));
     let tp = marks.iter().find(|m| m.2 == "len=4096 hits=3").unwrap();
@@ -749,11 +753,51 @@ fn write_html_10k_marks_page_stays_compact() {
     assert!(per_mark < 40.0, "{per_mark:.1} bytes per mark");
 }
 
+/// Runs marks_check.py (chromium-driver, selenium) on `page` with `args`; what it found.
+fn marks_check(
+    page: &std::path::Path,
+    shots: &std::path::Path,
+    args: &[&str],
+) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/src/html/marks_check.py");
+    // Debian's python3: python3-selenium is installed for it, not for other interpreters.
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(page)
+        .arg(shots)
+        .args(args)
+        .output()
+        .expect("/usr/bin/python3 runs (apt-get install python3-selenium chromium-driver)");
+    assert!(
+        out.status.success(),
+        "marks_check.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("marks_check.py prints JSON")
+}
+
+/// The mark rows of [`marked_fixture`]'s page: the app thread's with its spans and ticks and
+/// the tracepoint thread's, both painted; hovering names the span under the pointer.
+fn mark_rows_ok(got: &serde_json::Value) {
+    let rows = got["markRows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "a mark row per marking thread: {rows:?}");
+    // Ticks: 20 frames, the end that closed nothing, the markup line.
+    assert_eq!(
+        (rows[0]["spans"].as_u64(), rows[0]["ticks"].as_u64()),
+        (Some(5), Some(22)),
+        "{rows:?}"
+    );
+    assert!(rows[0]["label"].as_str().unwrap().starts_with("app 100"));
+    assert!(rows.iter().all(|r| r["paintedPixels"].as_u64() > Some(0)));
+    let tip = got["tip"].as_str().expect("a tip over the mark row");
+    assert!(tip.contains("span phase 1 600.000 ms"), "{tip}");
+}
+
 /// In Chromium at 1366×768 (chromium-driver, selenium): the app thread's mark row shows the
 /// three phases as spans and hovering it names what is under the pointer; the Log tab lists
 /// every mark, its filter keeps the phases' marks, and clicking phase 2's begin selects
 /// 0.70..0.95 s on the timeline, so the functions table shows that phase's driver checksum
-/// on top.
+/// on top; clicking a plain mark selects 5 bins either side of its bin.
 #[test]
 fn render_html_chromium_log_click_selects_span() {
     let dir = tempfile::tempdir().unwrap();
@@ -764,34 +808,25 @@ fn render_html_chromium_log_click_selects_span() {
     let shots = std::env::var_os("KPROF_KEEP_SCREENSHOT_DIR")
         .map_or_else(|| dir.path().to_owned(), std::path::PathBuf::from);
     std::fs::create_dir_all(&shots).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/src/html/marks_check.py");
-    // Debian's python3: python3-selenium is installed for it, not for other interpreters.
-    let out = std::process::Command::new("/usr/bin/python3")
-        .arg(script)
-        .arg(&path)
-        .arg(&shots)
-        .args(["1366x768", "phase", "B|100|phase 2"])
-        .output()
-        .expect("/usr/bin/python3 runs (apt-get install python3-selenium chromium-driver)");
+    let args = ["1366x768", "phase", "B|100|phase 2", "frame 6"];
+    let got = marks_check(&path, &shots, &args);
+    mark_rows_ok(&got);
+
+    let all = got["logAll"].as_array().unwrap();
+    assert_eq!(all.len(), 32);
     assert!(
-        out.status.success(),
-        "marks_check.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        all.iter().any(|r| r[4] == HOSTILE_MARK),
+        "markup shown as text"
     );
-    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-
-    let rows = got["markRows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "a mark row per marking thread: {rows:?}");
-    assert_eq!(rows[0]["spans"], 5, "{rows:?}");
-    assert!(rows[0]["label"].as_str().unwrap().starts_with("app 100"));
-    assert!(rows.iter().all(|r| r["paintedPixels"].as_u64() > Some(0)));
-    let tip = got["tip"].as_str().expect("a tip over the mark row");
-    assert!(tip.contains("span phase 1 600.000 ms"), "{tip}");
-
-    assert_eq!(got["logAll"].as_array().unwrap().len(), 31);
+    assert_ne!(got["title"], "pwned");
+    let layout = &got["logLayout"];
+    assert!(
+        layout["scrollWidth"].as_u64() <= layout["clientWidth"].as_u64(),
+        "the Log tab overflows: {layout}"
+    );
     let filtered = got["logFiltered"].as_array().unwrap();
     assert_eq!(filtered.len(), 6, "{filtered:?}");
-    assert_eq!(got["count"], "6 of 31 marks");
+    assert_eq!(got["count"], "6 of 32 marks");
     assert_eq!(filtered[2][0], "0.700000000");
     assert_eq!(filtered[2][4], "B|100|phase 2");
 
@@ -809,12 +844,16 @@ fn render_html_chromium_log_click_selects_span() {
         got["after"]["self"],
         serde_json::json!({"mychardrv.ko:mychardrv_checksum": 25})
     );
-    assert!(got["selectedRow"]
-        .as_str()
-        .unwrap()
-        .contains("B|100|phase 2"));
+    let selected = got["selectedRow"].as_str().unwrap();
+    assert!(selected.contains("B|100|phase 2"), "{selected}");
     let first = got["firstFunction"].as_str().unwrap();
     assert!(first.contains("mychardrv_checksum"), "{first}");
+    // frame 6 at 305 ms is in bin 152 of 2 ms: bins 147..158.
+    let window = &got["afterMark"]["window"];
+    assert_eq!(
+        (window["start"].as_u64(), window["end"].as_u64()),
+        (Some(294_000_000), Some(316_000_000))
+    );
     let console: Vec<&serde_json::Value> = got["console"]
         .as_array()
         .unwrap()
