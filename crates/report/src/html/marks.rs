@@ -316,6 +316,21 @@ mod tests {
         assert_eq!(spans(&m), vec![(0, "forever".to_owned(), 2, None, 0)]);
     }
 
+    /// Past [`MAX_MARKS`] the page keeps the first ones in time and counts the rest, so it
+    /// can say how many it left out.
+    #[test]
+    fn pair_marks_past_the_limit_keeps_the_first_and_counts_the_rest() {
+        let markers = (0..MAX_MARKS as u64 + 5)
+            .rev()
+            .map(|t| mark(t, 1, "m", None))
+            .collect();
+        let p = profile(markers);
+        let m = Marks::of(&p);
+        assert_eq!((m.marks.len(), m.dropped), (MAX_MARKS, 5));
+        assert_eq!(m.marks.last().map(|(t, _)| *t), Some(MAX_MARKS as u64 - 1));
+        assert_eq!(Marks::of(&p).to_json(&p)["dropped"], 5);
+    }
+
     /// Marks out of time order are sorted (stable: a begin and an end of the same time keep
     /// their order), and the capture's own markers are not marks.
     #[test]
