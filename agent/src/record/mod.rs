@@ -15,6 +15,8 @@ mod signals;
 mod sink;
 mod stream;
 mod synthesize;
+mod tracefs;
+mod tracepoints;
 mod workload;
 
 use std::io;
@@ -51,13 +53,13 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
 
     // Printed once setup has succeeded, so a failing capture says one thing only.
     let mut notices: Vec<String> = Vec::new();
-    let tracepoint = o.off_cpu.then(off_cpu::find).transpose()?;
+    let tracing = tracepoints::resolve(o)?;
     let mut opened = open_events::open_all(
         o,
         global_freq,
         &tids,
         &cpus,
-        tracepoint.as_ref(),
+        tracing.as_ref().and_then(|t| t.off_cpu.as_ref()),
         &mut notices,
     )?;
     let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
@@ -113,7 +115,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         start_ns,
         stop_ns,
         stop,
-        tracepoint: tracepoint.as_ref(),
+        tracing: tracing.as_ref(),
         ring_dropped,
         write_error,
     };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kprof_capture::manifest::{
-    Command, EventRecord, FileDigest, Manifest, OffCpu, RingDropped, SkippedFiles, Truncation,
+    Command, EventRecord, FileDigest, Manifest, RingDropped, SkippedFiles, Truncation,
 };
 
 use super::capture_dir::WorkDir;
@@ -38,8 +38,8 @@ pub(super) struct Ending<'a> {
     pub(super) start_ns: u64,
     pub(super) stop_ns: u64,
     pub(super) stop: Stop,
-    /// The context-switch tracepoint, with `--off-cpu`.
-    pub(super) tracepoint: Option<&'a super::off_cpu::Tracepoint>,
+    /// The tracepoints recorded, when any is.
+    pub(super) tracing: Option<&'a super::tracepoints::Tracing>,
     /// Ring data dropped for corrupt record headers.
     pub(super) ring_dropped: RingDropped,
     /// Why the capture was cut short, when writing perf.data failed.
@@ -120,12 +120,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         },
         sysctl,
         mmap_pages: Some(o.mmap_pages as u64),
-        off_cpu: end.tracepoint.map(|t| OffCpu {
-            method: super::off_cpu::METHOD.into(),
-            event: super::off_cpu::EVENT_NAME.into(),
-            tracefs: t.tracefs.display().to_string(),
-            tracepoint_id: t.id,
-        }),
+        off_cpu: end.tracing.and_then(|t| t.off_cpu_manifest()),
         truncated: truncation.is_some(),
         truncation,
         ring_dropped: (end.ring_dropped.bytes > 0).then_some(end.ring_dropped),
@@ -281,7 +276,7 @@ fn features(end: &Ending<'_>, build_ids: Vec<BuildIdEntry>) -> Features {
         nr_cpus_online: end.online_cpus as u32,
         cmdline: end.agent_argv.to_vec(),
         build_ids,
-        tracing_data: end.tracepoint.map(|t| t.tracing_data.clone()),
+        tracing_data: end.tracing.map(|t| t.tracing_data.clone()),
     }
 }
 
