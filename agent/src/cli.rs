@@ -22,7 +22,8 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   -e EVENT    cpu-clock, task-clock, page-faults, context-switches, cycles, instructions,
               cache-references, cache-misses, branch-misses, L1-dcache-loads, ...,
               rNNNN (raw PMU code); per-event period: r03/period=10000/  (default: cycles,
-              else cpu-clock)
+              else cpu-clock); SUBSYS:EVENT: a tracepoint (sched:sched_process_exec, a
+              driver's), every hit with its fields (tracefs: KPROF_TRACEFS)
   -F HZ       sampling frequency (default 4000)      -c PERIOD  fixed sample period
   -g          record call chains (frame pointers)    -a         all CPUs, system-wide (default)
   --call-graph fp|dwarf[,SIZE]   call chains by frame pointers, or user registers and SIZE

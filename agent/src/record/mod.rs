@@ -40,6 +40,10 @@ pub const EXIT_TRUNCATED: u8 = 3;
 /// Runs a capture and returns the absolute path of the archive, and whether it is truncated.
 pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     raise_fd_limit();
+    // The `-e` tracepoints get their ids from tracefs.
+    let mut o = o.clone();
+    let tracing = tracepoints::resolve(&mut o.events, o.off_cpu)?;
+    let o = &o;
     // The workload gets the original mask back before exec.
     let signals = Signals::block()?;
     let max_rate = sys::kernel_sysctl("perf_event_max_sample_rate").unwrap_or(i64::MAX) as u64;
@@ -53,7 +57,6 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
 
     // Printed once setup has succeeded, so a failing capture says one thing only.
     let mut notices: Vec<String> = Vec::new();
-    let tracing = tracepoints::resolve(o)?;
     let mut opened = open_events::open_all(
         o,
         global_freq,

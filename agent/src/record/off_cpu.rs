@@ -18,8 +18,6 @@ use super::tracefs::{Tracefs, Tracepoint};
 pub(super) const EVENT_NAME: &str = "sched:sched_switch";
 /// The manifest's `off_cpu.method`.
 pub(super) const METHOD: &str = "sched_switch-tracepoint";
-pub(super) const PERF_TYPE_TRACEPOINT: u32 = 2;
-pub(super) const SAMPLE_RAW: u64 = 1 << 10;
 
 /// Finds `sched:sched_switch` in `tracefs`, or says what is missing.
 pub(super) fn find(tracefs: &Tracefs) -> Result<Tracepoint, Error> {
@@ -35,7 +33,7 @@ pub(super) fn spec(t: &Tracepoint) -> EventSpec {
     EventSpec {
         requested: t.name(),
         name: t.name(),
-        attr_type: PERF_TYPE_TRACEPOINT,
+        attr_type: sys::PERF_TYPE_TRACEPOINT,
         config: t.id,
         period: Some(1),
         freq: None,
@@ -47,7 +45,7 @@ pub(super) fn spec(t: &Tracepoint) -> EventSpec {
 /// What a switch sample carries beyond an on-CPU one: the raw fields, and a call chain even
 /// without `-g` (a switch without its path says nothing about where the thread blocked).
 pub(super) fn adjust(a: &mut PerfEventAttr) {
-    a.sample_type |= SAMPLE_RAW | sys::SAMPLE_CALLCHAIN;
+    a.sample_type |= sys::SAMPLE_RAW | sys::SAMPLE_CALLCHAIN;
     a.sample_period_or_freq = 1;
     a.flags &= !flag::FREQ;
 }

@@ -306,6 +306,10 @@ fn build_attr(
         wakeup: watermark,
         ..Default::default()
     };
+    if spec.attr_type == sys::PERF_TYPE_TRACEPOINT {
+        // A tracepoint's hit is worth nothing without its fields.
+        a.sample_type |= sys::SAMPLE_RAW;
+    }
     if let Some(p) = period {
         a.sample_period_or_freq = p;
     } else {

@@ -1,11 +1,13 @@
-//! The tracepoints a capture records (`--off-cpu`'s `sched:sched_switch` for now), found in
-//! one tracefs, and the HEADER_TRACING_DATA describing all of them.
+//! The tracepoints a capture records (`-e SUBSYS:EVENT`, `--off-cpu`'s `sched:sched_switch`),
+//! found in one tracefs, their ids put into the event specs, and the HEADER_TRACING_DATA
+//! describing all of them.
 
 use kprof_capture::manifest::OffCpu;
 
 use super::off_cpu;
 use super::tracefs::{Tracefs, Tracepoint};
-use crate::cli::RecordOpts;
+use crate::events::EventSpec;
+use crate::sys::PERF_TYPE_TRACEPOINT;
 use crate::Error;
 
 /// What tracefs gave the capture.
@@ -30,19 +32,39 @@ impl Tracing {
     }
 }
 
-/// Looks up every tracepoint the options ask for; `None` when they ask for none (tracefs is
-/// then not looked for at all).
-pub(super) fn resolve(o: &RecordOpts) -> Result<Option<Tracing>, Error> {
-    if !o.off_cpu {
-        return Ok(None);
+/// Looks up every tracepoint the options ask for and sets the `-e` ones' ids in `events`;
+/// `None` when they ask for none (tracefs is then not looked for at all).
+pub(super) fn resolve(events: &mut [EventSpec], off_cpu: bool) -> Result<Option<Tracing>, Error> {
+    let asked: Vec<usize> = (0..events.len())
+        .filter(|&i| events[i].attr_type == PERF_TYPE_TRACEPOINT)
+        .collect();
+    let needed_for = match (asked.first(), off_cpu) {
+        (_, true) => format!("--off-cpu: the {} tracepoint", off_cpu::EVENT_NAME),
+        (Some(&i), false) => format!("-e {}: tracefs", events[i].requested),
+        (None, false) => return Ok(None),
+    };
+    let tracefs = Tracefs::find(&needed_for)?;
+    let mut recorded = Vec::new();
+    for i in asked {
+        let e = &mut events[i];
+        let (system, event) = e.name.split_once(':').unwrap_or((&e.name, ""));
+        let t = tracefs
+            .tracepoint(system, event)
+            .map_err(|err| Error::Usage(format!("-e {}: {err}", e.requested)))?;
+        e.config = t.id;
+        recorded.push(t);
     }
-    let what = format!("--off-cpu: the {} tracepoint", off_cpu::EVENT_NAME);
-    let tracefs = Tracefs::find(&what)?;
-    let sw = off_cpu::find(&tracefs)?;
-    let tracing_data = tracefs.tracing_data(std::slice::from_ref(&sw))?;
+    let sw = if off_cpu {
+        let sw = off_cpu::find(&tracefs)?;
+        recorded.push(sw.clone());
+        Some(sw)
+    } else {
+        None
+    };
+    let tracing_data = tracefs.tracing_data(&recorded)?;
     Ok(Some(Tracing {
         tracefs,
-        off_cpu: Some(sw),
+        off_cpu: sw,
         tracing_data,
     }))
 }
