@@ -23,6 +23,29 @@ const HOW_TO_FIX: &str = "the kernel needs CONFIG_FTRACE=y and CONFIG_ENABLE_DEF
      (tracepoints and tracefs, in kprof's kernel fragment) and tracefs mounted \
      (mount -t tracefs nodev /sys/kernel/tracing)";
 
+/// The whole of a tracefs file. `events/header_page` and `header_event` are generated per
+/// read and answer a read at an offset with nothing, so the small probe read of
+/// `fs::read` would cut them after 32 bytes: one read of a large buffer, as perf does.
+pub(super) fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let mut out = vec![0u8; 64 << 10];
+    let mut len = 0;
+    loop {
+        if len == out.len() {
+            out.resize(len * 2, 0);
+        }
+        match f.read(&mut out[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(len);
+    Ok(out)
+}
+
 /// A tracefs directory with an `events/` tree.
 #[derive(Debug, Clone)]
 pub(super) struct Tracefs {
@@ -90,7 +113,7 @@ impl Tracefs {
         }
         let read = |name: &str| {
             let p = dir.join(name);
-            fs::read(&p).map_err(|e| {
+            read_file(&p).map_err(|e| {
                 Error::io(
                     format!("tracepoint `{system}:{event}`: cannot read {}", p.display()),
                     e,
@@ -120,7 +143,7 @@ impl Tracefs {
     pub(super) fn tracing_data(&self, tps: &[Tracepoint]) -> Result<Vec<u8>, Error> {
         let read = |name: &str| {
             let p = self.dir.join("events").join(name);
-            fs::read(&p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
+            read_file(&p).map_err(|e| Error::io(format!("cannot read {}", p.display()), e))
         };
         Ok(tracing_data(
             &read("header_page")?,

@@ -1,4 +1,5 @@
-//! The tracepoints a capture records (`-e SUBSYS:EVENT`, `--off-cpu`'s `sched:sched_switch`),
+//! The tracepoints a capture records (`-e SUBSYS:EVENT`, `--off-cpu`'s `sched:sched_switch`,
+//! `--markers`' `ftrace:print`),
 //! found in one tracefs, their ids put into the event specs, and the HEADER_TRACING_DATA
 //! describing all of them.
 
@@ -16,6 +17,8 @@ pub(super) struct Tracing {
     pub(super) tracefs: Tracefs,
     /// `--off-cpu`'s context-switch tracepoint.
     pub(super) off_cpu: Option<Tracepoint>,
+    /// `--markers`' `ftrace:print`, the event the trace_marker lines are recorded as.
+    pub(super) print: Option<Tracepoint>,
     /// perf.data's HEADER_TRACING_DATA body for every tracepoint recorded.
     pub(super) tracing_data: Vec<u8>,
 }
@@ -34,14 +37,19 @@ impl Tracing {
 
 /// Looks up every tracepoint the options ask for and sets the `-e` ones' ids in `events`;
 /// `None` when they ask for none (tracefs is then not looked for at all).
-pub(super) fn resolve(events: &mut [EventSpec], off_cpu: bool) -> Result<Option<Tracing>, Error> {
+pub(super) fn resolve(
+    events: &mut [EventSpec],
+    off_cpu: bool,
+    markers: bool,
+) -> Result<Option<Tracing>, Error> {
     let asked: Vec<usize> = (0..events.len())
         .filter(|&i| events[i].attr_type == PERF_TYPE_TRACEPOINT)
         .collect();
-    let needed_for = match (asked.first(), off_cpu) {
-        (_, true) => format!("--off-cpu: the {} tracepoint", off_cpu::EVENT_NAME),
-        (Some(&i), false) => format!("-e {}: tracefs", events[i].requested),
-        (None, false) => return Ok(None),
+    let needed_for = match (asked.first(), off_cpu, markers) {
+        (_, _, true) => super::markers::NEEDED_FOR.to_string(),
+        (_, true, _) => format!("--off-cpu: the {} tracepoint", off_cpu::EVENT_NAME),
+        (Some(&i), false, false) => format!("-e {}: tracefs", events[i].requested),
+        (None, false, false) => return Ok(None),
     };
     let tracefs = Tracefs::find(&needed_for)?;
     let mut recorded = Vec::new();
@@ -61,10 +69,18 @@ pub(super) fn resolve(events: &mut [EventSpec], off_cpu: bool) -> Result<Option<
     } else {
         None
     };
+    let print = if markers {
+        let print = super::markers::find(&tracefs)?;
+        recorded.push(print.clone());
+        Some(print)
+    } else {
+        None
+    };
     let tracing_data = tracefs.tracing_data(&recorded)?;
     Ok(Some(Tracing {
         tracefs,
         off_cpu: sw,
+        print,
         tracing_data,
     }))
 }
