@@ -5,8 +5,8 @@
 //! record, so Linux `perf script` decodes them with the print format in the tracing data.
 //!
 //! For the capture ftrace's `trace_clock` is `perf` (`local_clock()`, the clock of perf
-//! sample times) and `tracing_on` is 1; both are put back by [`Settings`]' Drop on every
-//! exit path (docs/markers.md).
+//! sample times) and `tracing_on` is 1, both put back by [`Settings`]' Drop on every exit
+//! path; a buffer never expanded gets (and keeps) its expanded size (docs/markers.md).
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -32,8 +32,8 @@ pub(super) const SOURCE: &str = "ftrace-trace_marker";
 const CLOCK: &str = "perf";
 /// Pages read from one CPU in one pass at most, so a flood of markers cannot stall the
 /// sampling rings; the rest waits for the next pass.
-const PAGES_PER_PASS: usize = 256;
-/// The largest record a sample can carry (its size is a u16, with 52 bytes before the
+const PAGES_PER_PASS: usize = 512;
+/// The largest record a sample can carry (its size is a u16, with 60 bytes before the
 /// record); trace_marker lines are at most 4 KiB, so only a garbled page has larger ones.
 const MAX_RAW: usize = u16::MAX as usize - 64;
 /// `--markers`' tracefs error starts with this.
@@ -46,9 +46,16 @@ struct Settings {
 }
 
 impl Settings {
-    /// Sets `trace_clock` to `perf` and `tracing_on` to 1, remembering both.
+    /// Gives the buffer its working size if it has none yet, sets `trace_clock` to `perf`
+    /// and `tracing_on` to 1, remembering what those two held.
     fn apply(tracefs: &Tracefs) -> Result<Settings, Error> {
         let mut s = Settings { saved: Vec::new() };
+        let size = tracefs.dir.join("buffer_size_kb");
+        // Not put back: as after any tracing use, the buffer stays expanded (a token size
+        // written back would be taken as the size wanted, and stay when tracing is enabled).
+        if let Some(expanded) = unexpanded(&read(&size)?) {
+            set(&size, expanded)?;
+        }
         let clock = tracefs.dir.join("trace_clock");
         let old_clock = read(&clock)?;
         let old_clock = bracketed(&old_clock).ok_or_else(|| {
@@ -96,6 +103,15 @@ fn set(p: &Path, v: &str) -> Result<(), Error> {
     })
 }
 
+/// The expanded size of a `buffer_size_kb` of `7 (expanded: 1408)`: a kernel where no
+/// tracing was enabled yet keeps a token buffer (a page or two per CPU, which a burst of
+/// markers overwrites between two reads) until something enables tracing, which gives it the
+/// expanded size; `None` once it has its size.
+fn unexpanded(buffer_size_kb: &str) -> Option<&str> {
+    let (_, rest) = buffer_size_kb.trim().split_once(" (expanded: ")?;
+    Some(rest.strip_suffix(')')?.trim())
+}
+
 /// The selected word of a tracefs choice file: `local` of `[local] global counter`.
 fn bracketed(text: &str) -> Option<&str> {
     let start = text.find('[')? + 1;
@@ -124,6 +140,8 @@ pub(super) struct Markers {
     print_id: u64,
     /// Where `common_pid` sits in a print record (from its format).
     pid_field: usize,
+    /// Where its `ip` sits, when it is 8 bytes (64-bit kernels).
+    ip_field: Option<usize>,
     sample_id: u64,
     page: Vec<u8>,
     record: Vec<u8>,
@@ -152,7 +170,8 @@ impl Markers {
         let layout = PageLayout::parse(&read(&header_page)?)
             .map_err(|e| Error::Other(format!("{NEEDED_FOR}: {}: {e}", header_page.display())))?;
         let format = String::from_utf8_lossy(&print.format);
-        let pid_field = field_offset(&format, "common_pid").ok_or_else(|| {
+        let ip_field = field_offset(&format, "ip", 8);
+        let pid_field = field_offset(&format, "common_pid", 4).ok_or_else(|| {
             Error::Other(format!(
                 "{NEEDED_FOR}: the ftrace:print format has no 4-byte common_pid field"
             ))
@@ -186,6 +205,7 @@ impl Markers {
             layout,
             print_id: print.id,
             pid_field,
+            ip_field,
             sample_id,
             record: Vec::new(),
             tgids: HashMap::new(),
@@ -253,15 +273,18 @@ impl Markers {
             let tid = p
                 .get(self.pid_field..self.pid_field + 4)
                 .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-            let pid = tgid(&mut self.tgids, tid);
-            sample(
-                &mut self.record,
-                self.sample_id,
-                (pid, tid),
-                ev.timestamp,
+            let head = SampleHead {
+                id: self.sample_id,
+                ip: self
+                    .ip_field
+                    .and_then(|at| perf_records::rd_u64(p, at))
+                    .unwrap_or(0),
+                pid: tgid(&mut self.tgids, tid),
+                tid,
+                time: ev.timestamp,
                 cpu,
-                p,
-            );
+            };
+            sample(&mut self.record, &head, p);
             sink.handle(&self.record)?;
             self.lines += 1;
         }
@@ -304,9 +327,9 @@ fn lost_in_stats(stats: &Path) -> u64 {
         .sum()
 }
 
-/// The offset of a 4-byte field in a tracefs event format (`field:int common_pid;
+/// The offset of a field of `size` bytes in a tracefs event format (`field:int common_pid;
 /// offset:4; size:4;`).
-fn field_offset(format: &str, name: &str) -> Option<usize> {
+fn field_offset(format: &str, name: &str, size: usize) -> Option<usize> {
     format.lines().find_map(|l| {
         let (decl, rest) = l.trim().strip_prefix("field:")?.split_once(';')?;
         if decl.split_whitespace().last()? != name {
@@ -319,7 +342,7 @@ fn field_offset(format: &str, name: &str) -> Option<usize> {
                 .parse()
                 .ok()
         };
-        (num("size:")? == 4).then_some(num("offset:")?)
+        (num("size:")? == size).then_some(num("offset:")?)
     })
 }
 
@@ -343,22 +366,42 @@ fn tgid(cache: &mut HashMap<i32, i32>, tid: i32) -> i32 {
 
 /// The sample_type of the `ftrace:print` event, in the order of the sample's fields.
 const SAMPLE_TYPE: u64 = sys::SAMPLE_IDENTIFIER
+    | sys::SAMPLE_IP
     | sys::SAMPLE_TID
     | sys::SAMPLE_TIME
     | sys::SAMPLE_CPU
     | sys::SAMPLE_PERIOD
     | sys::SAMPLE_RAW;
 
+/// What a marker sample says besides its record: sample id, the print event's `ip` (where
+/// the kernel wrote it, as a tracepoint sample's IP), pid and tid, time, CPU.
+struct SampleHead {
+    id: u64,
+    ip: u64,
+    pid: i32,
+    tid: i32,
+    time: u64,
+    cpu: u32,
+}
+
 /// A PERF_RECORD_SAMPLE of [`SAMPLE_TYPE`] with `raw` as its RAW data (padded as the kernel
 /// pads it: size word and data end on 8 bytes), written into `out`.
-fn sample(out: &mut Vec<u8>, id: u64, (pid, tid): (i32, i32), time: u64, cpu: u32, raw: &[u8]) {
+fn sample(out: &mut Vec<u8>, h: &SampleHead, raw: &[u8]) {
     let raw_size = (raw.len() + 4).next_multiple_of(8) - 4;
-    let size = 8 + 8 + 8 + 8 + 8 + 8 + 4 + raw_size;
+    let size = 8 + 8 + 8 + 8 + 8 + 8 + 8 + 4 + raw_size;
     out.clear();
     out.extend_from_slice(&perf_records::SAMPLE.to_ne_bytes());
-    out.extend_from_slice(&2u16.to_ne_bytes()); // PERF_RECORD_MISC_USER: a user's line
+    out.extend_from_slice(&1u16.to_ne_bytes()); // PERF_RECORD_MISC_KERNEL: ip is the kernel's
     out.extend_from_slice(&(size as u16).to_ne_bytes());
-    out.extend_from_slice(&id.to_ne_bytes());
+    out.extend_from_slice(&h.id.to_ne_bytes());
+    out.extend_from_slice(&h.ip.to_ne_bytes());
+    let SampleHead {
+        pid,
+        tid,
+        time,
+        cpu,
+        ..
+    } = *h;
     out.extend_from_slice(&pid.to_ne_bytes());
     out.extend_from_slice(&tid.to_ne_bytes());
     out.extend_from_slice(&time.to_ne_bytes());
@@ -412,6 +455,14 @@ pub(super) fn event(print: &Tracepoint, opened: &[Opened]) -> Opened {
 mod tests {
     use super::*;
 
+    /// A token buffer is told with its expanded size; a sized one is left alone.
+    #[test]
+    fn unexpanded_buffer_size_kb_forms() {
+        assert_eq!(unexpanded("7 (expanded: 1408)\n"), Some("1408"));
+        assert_eq!(unexpanded("1408\n"), None);
+        assert_eq!(unexpanded("X\n"), None);
+    }
+
     /// The selected clock is the bracketed word, wherever it stands.
     #[test]
     fn bracketed_trace_clock_selected_word() {
@@ -424,8 +475,9 @@ mod tests {
     #[test]
     fn field_offset_print_format_common_pid() {
         let f = "name: print\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
-        assert_eq!(field_offset(f, "common_pid"), Some(4));
-        assert_eq!(field_offset(f, "ip"), None);
+        assert_eq!(field_offset(f, "common_pid", 4), Some(4));
+        assert_eq!(field_offset(f, "common_pid", 8), None);
+        assert_eq!(field_offset(f, "ip", 8), None);
     }
 
     /// The sample carries id, pid/tid, time, cpu, period 1 and the raw record padded so the
@@ -433,17 +485,26 @@ mod tests {
     #[test]
     fn sample_print_record_layout() {
         let mut out = Vec::new();
-        sample(&mut out, 77, (10, 11), 12345, 3, b"abcdefghijk");
+        let head = SampleHead {
+            id: 77,
+            ip: 0xffff_ffff_8149_ab1a,
+            pid: 10,
+            tid: 11,
+            time: 12345,
+            cpu: 3,
+        };
+        sample(&mut out, &head, b"abcdefghijk");
         assert_eq!(out.len() % 8, 0);
         assert_eq!(u16::from_ne_bytes([out[6], out[7]]) as usize, out.len());
         assert_eq!(perf_records::rd_u64(&out, 8), Some(77));
-        assert_eq!(perf_records::rd_u32(&out, 16), Some(10));
-        assert_eq!(perf_records::rd_u32(&out, 20), Some(11));
-        assert_eq!(perf_records::rd_u64(&out, 24), Some(12345));
-        assert_eq!(perf_records::rd_u32(&out, 32), Some(3));
-        assert_eq!(perf_records::rd_u64(&out, 40), Some(1));
-        assert_eq!(perf_records::rd_u32(&out, 48), Some(12));
-        assert_eq!(&out[52..63], b"abcdefghijk");
+        assert_eq!(perf_records::rd_u64(&out, 16), Some(0xffff_ffff_8149_ab1a));
+        assert_eq!(perf_records::rd_u32(&out, 24), Some(10));
+        assert_eq!(perf_records::rd_u32(&out, 28), Some(11));
+        assert_eq!(perf_records::rd_u64(&out, 32), Some(12345));
+        assert_eq!(perf_records::rd_u32(&out, 40), Some(3));
+        assert_eq!(perf_records::rd_u64(&out, 48), Some(1));
+        assert_eq!(perf_records::rd_u32(&out, 56), Some(12));
+        assert_eq!(&out[60..71], b"abcdefghijk");
         assert!(matches!(
             perf_records::classify(&out),
             perf_records::Count::Sample { id: 77 }
