@@ -237,3 +237,30 @@ fn record_markers_burst_lost_lines_counted() {
         );
     }
 }
+
+/// A capture that fails after ftrace's settings were changed (its capture dir cannot be
+/// made) puts them back: clock `global` and tracing off as before, nothing recorded.
+#[test]
+fn record_markers_setup_error_restores_trace_clock() {
+    require_root();
+    let _lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
+    let _restore = Restore::now();
+    std::fs::write(format!("{TRACEFS}/trace_clock"), "global").unwrap();
+    std::fs::write(format!("{TRACEFS}/tracing_on"), "0").unwrap();
+    let out = Command::new(AGENT)
+        .args([
+            "record",
+            "--markers",
+            "-o",
+            "/proc/kprof-no-such-dir",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/proc/kprof-no-such-dir"), "{stderr}");
+    assert_eq!(selected_clock(), "global");
+    assert_eq!(read("tracing_on").trim(), "0");
+}
