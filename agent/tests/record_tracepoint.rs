@@ -9,9 +9,10 @@ use std::process::Command;
 
 use common::*;
 
-/// `sched:sched_process_exec` with cpu-clock and --off-cpu: the manifest lists the three
-/// events, the tracepoint at period 1 with its tracefs id, and Debian's `perf script` shows
-/// the exec of `/usr/bin/true` with its decoded fields and call chain.
+/// `sched:sched_process_exec` with cpu-clock, --off-cpu and --markers: the manifest lists the
+/// four events, the tracepoint at period 1 with its tracefs id, and Debian's `perf script`
+/// shows the exec of `/usr/bin/true` with its decoded fields and call chain, the switches
+/// and the marker line (the tracing data carries a system section and the ftrace one).
 #[test]
 fn record_tracepoint_perf_script_decodes_fields() {
     require_root();
@@ -22,9 +23,14 @@ fn record_tracepoint_perf_script_decodes_fields() {
             "cpu-clock,sched:sched_process_exec",
             "-g",
             "--off-cpu",
+            "--markers",
         ],
         &dir,
-        &["sh", "-c", "/usr/bin/true; /usr/bin/true"],
+        &[
+            "sh",
+            "-c",
+            "/usr/bin/true; echo between > /sys/kernel/tracing/trace_marker; /usr/bin/true",
+        ],
     );
     let archive = archive_of(&out);
     let unpacked = unpack(&archive, &dir);
@@ -35,7 +41,8 @@ fn record_tracepoint_perf_script_decodes_fields() {
         [
             "cpu-clock",
             "sched:sched_process_exec",
-            "sched:sched_switch"
+            "sched:sched_switch",
+            "ftrace:print"
         ]
     );
     let exec = &m.events[1];
@@ -64,6 +71,14 @@ fn record_tracepoint_perf_script_decodes_fields() {
     assert!(
         text.contains("sched:sched_switch:"),
         "off-CPU switches decoded too"
+    );
+    let mark = text
+        .lines()
+        .find(|l| l.contains("ftrace:print:"))
+        .unwrap_or_else(|| panic!("no marker line:\n{text}"));
+    assert!(
+        mark.trim_end().ends_with("tracing_mark_write: between"),
+        "{mark}"
     );
 }
 
