@@ -12,7 +12,7 @@ pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
                           [-z | --compression-level[=N] | --no-compress] [--off-cpu]
-                          [--min-free SIZE] [-- CMD ARGS...]
+                          [--markers] [--min-free SIZE] [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
@@ -22,7 +22,8 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   -e EVENT    cpu-clock, task-clock, page-faults, context-switches, cycles, instructions,
               cache-references, cache-misses, branch-misses, L1-dcache-loads, ...,
               rNNNN (raw PMU code); per-event period: r03/period=10000/  (default: cycles,
-              else cpu-clock)
+              else cpu-clock); SUBSYS:EVENT: a tracepoint (sched:sched_process_exec, a
+              driver's), every hit with its fields (tracefs: KPROF_TRACEFS)
   -F HZ       sampling frequency (default 4000)      -c PERIOD  fixed sample period
   -g          record call chains (frame pointers)    -a         all CPUs, system-wide (default)
   --call-graph fp|dwarf[,SIZE]   call chains by frame pointers, or user registers and SIZE
@@ -36,6 +37,10 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   --off-cpu   also record every context switch (sched:sched_switch with call chains) for
               off-CPU time: where threads block and for how long (tracefs: KPROF_TRACEFS;
               default --mmap-pages 512)
+  --markers   also record the lines applications write to tracefs trace_marker (time,
+              pid/tid, CPU, text) as ftrace:print samples, read from ftrace's ring buffer;
+              sets ftrace's trace_clock to perf and tracing_on to 1 for the capture (both
+              put back after) and consumes that buffer (docs/markers.md)
   --min-free SIZE   refuse to start with less free space in the capture dir (default 16M;
               K/M/G suffixes, 0: no check); a capture that fills the disk is stopped and
               sealed truncated (exit status 3)
@@ -138,6 +143,9 @@ pub struct RecordOpts {
     pub command: Vec<String>,
     /// `--off-cpu`: also record context switches (sched:sched_switch).
     pub off_cpu: bool,
+    /// `--markers`: also record the lines written to tracefs `trace_marker`, as `ftrace:print`
+    /// samples read from ftrace's ring buffer.
+    pub markers: bool,
     /// `--min-free`: bytes the capture dir must have free to start; 0 skips the check.
     pub min_free: u64,
 }
@@ -321,6 +329,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         compression: DEFAULT_COMPRESSION,
         command: Vec::new(),
         off_cpu: false,
+        markers: false,
         min_free: DEFAULT_MIN_FREE,
     };
     let mut mmap_pages = None;
@@ -350,6 +359,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
             "-o" | "--output" => o.out_dir = PathBuf::from(it.value(opt, att)?),
             "-h" | "--help" => return Ok(None),
             "--off-cpu" if att.is_none() => o.off_cpu = true,
+            "--markers" if att.is_none() => o.markers = true,
             "--mmap-pages" | "-m" => mmap_pages = Some(pages(opt, it.value(opt, att)?)?),
             // perf's optional value: attached only (`-z3`, `--compression-level=3`).
             "-z" | "--compression-level" => {
@@ -496,6 +506,11 @@ mod tests {
             panic!()
         };
         assert!(o.off_cpu);
+        assert!(!o.markers);
+        let Command::Record(o) = parse(&args("record --markers -- sleep 1")).unwrap() else {
+            panic!()
+        };
+        assert!(o.markers);
     }
 
     /// Conflicting or malformed options are usage errors naming the option.
@@ -522,6 +537,7 @@ mod tests {
             ("record -z23", "-z"),
             ("record --compression-level=fast", "--compression-level"),
             ("record --no-compress=1", "--no-compress"),
+            ("record --markers=1", "--markers"),
             ("frob", "frob"),
             ("rm", "ID"),
         ] {

@@ -1,6 +1,8 @@
 //! Event names as `perf record -e` spells them, turned into perf_event_attr type/config.
 
-use crate::sys::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE};
+use crate::sys::{
+    PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
+};
 use crate::Error;
 
 /// One `-e` entry after parsing.
@@ -12,7 +14,8 @@ pub struct EventSpec {
     pub name: String,
     /// `perf_event_attr.type` (`PERF_TYPE_HARDWARE`, `PERF_TYPE_RAW`, ...).
     pub attr_type: u32,
-    /// `perf_event_attr.config`: which event of that type.
+    /// `perf_event_attr.config`: which event of that type. For a tracepoint
+    /// (`PERF_TYPE_TRACEPOINT`) 0 until `record` looks its id up in tracefs.
     pub config: u64,
     /// `/period=N/`: a fixed period for this event only.
     pub period: Option<u64>,
@@ -113,8 +116,12 @@ pub fn parse(spec: &str) -> Result<EventSpec, Error> {
         return Err(bad("empty event name"));
     }
     let (base, terms, modifiers) = split_spec(spec).ok_or_else(|| bad("malformed"))?;
-    let (attr_type, config, name) = lookup(base)
-        .ok_or_else(|| bad("not a known software, hardware, cache or raw (rNNNN) event"))?;
+    if let Some(tp) = tracepoint(spec, base, terms, modifiers) {
+        return Ok(tp);
+    }
+    let (attr_type, config, name) = lookup(base).ok_or_else(|| {
+        bad("not a known software, hardware, cache, raw (rNNNN) or tracepoint (SUBSYS:EVENT) event")
+    })?;
     let mut ev = EventSpec {
         requested: spec.to_string(),
         name,
@@ -155,6 +162,32 @@ pub fn parse(spec: &str) -> Result<EventSpec, Error> {
         ev.exclude_user = k && !u;
     }
     Ok(ev)
+}
+
+/// `SUBSYS:EVENT` of a tracepoint (perf's syntax, e.g. `sched:sched_process_exec`), when
+/// `base` is no other kind of event: recorded at every hit (period 1) with its raw fields;
+/// its id is looked up in tracefs when recording starts.
+fn tracepoint(spec: &str, base: &str, terms: &str, event: &str) -> Option<EventSpec> {
+    let name_like = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            && s != "."
+            && s != ".."
+    };
+    if !terms.is_empty() || !name_like(base) || !name_like(event) || lookup(base).is_some() {
+        return None;
+    }
+    Some(EventSpec {
+        requested: spec.to_string(),
+        name: spec.to_string(),
+        attr_type: PERF_TYPE_TRACEPOINT,
+        config: 0,
+        period: Some(1),
+        freq: None,
+        exclude_user: false,
+        exclude_kernel: false,
+    })
 }
 
 /// Splits `name/terms/:mods` into its three parts.
@@ -264,6 +297,25 @@ mod tests {
         assert_eq!(v[1].period, Some(20000));
         assert!(v[1].exclude_kernel && !v[1].exclude_user);
         assert_eq!(v[2].name, "cpu-clock");
+    }
+
+    /// `SUBSYS:EVENT` is a tracepoint at period 1 (id looked up later); a known event with
+    /// a modifier is not.
+    #[test]
+    fn parse_event_tracepoint_names() {
+        let e = parse("sched:sched_process_exec").unwrap();
+        assert_eq!(
+            (e.attr_type, e.config, e.name.as_str(), e.period),
+            (PERF_TYPE_TRACEPOINT, 0, "sched:sched_process_exec", Some(1))
+        );
+        let e = parse("mychardrv:cache_traverse").unwrap();
+        assert_eq!(e.attr_type, PERF_TYPE_TRACEPOINT);
+        let v = parse_list("cycles:u,sched:sched_switch").unwrap();
+        assert_eq!(v[0].attr_type, PERF_TYPE_HARDWARE);
+        assert_eq!(v[1].attr_type, PERF_TYPE_TRACEPOINT);
+        for bad in ["sched:", "sched:a/b", "sched:..", "cycles:x"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     /// Unknown names, bad terms and zero periods are errors naming the event.

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod dir_trust;
 pub mod elf_build_id;
 pub mod events;
+pub mod ftrace_ring;
 pub mod gzip;
 pub mod info;
 pub mod perf_data_writer;

@@ -12,6 +12,8 @@ pub const ATTR_SIZE: u32 = 128;
 pub const PERF_TYPE_HARDWARE: u32 = 0;
 /// `PERF_TYPE_SOFTWARE`, a `perf_event_attr.type`.
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_TYPE_TRACEPOINT`, a `perf_event_attr.type` (config: the tracefs event id).
+pub const PERF_TYPE_TRACEPOINT: u32 = 2;
 /// `PERF_TYPE_HW_CACHE`, a `perf_event_attr.type`.
 pub const PERF_TYPE_HW_CACHE: u32 = 3;
 /// `PERF_TYPE_RAW`, a `perf_event_attr.type`.
@@ -29,6 +31,8 @@ pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub const SAMPLE_CPU: u64 = 1 << 7;
 /// `PERF_SAMPLE_PERIOD`, a `sample_type` bit.
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
+/// `PERF_SAMPLE_RAW`, a `sample_type` bit: a tracepoint's record.
+pub const SAMPLE_RAW: u64 = 1 << 10;
 /// `PERF_SAMPLE_REGS_USER`, a `sample_type` bit.
 pub const SAMPLE_REGS_USER: u64 = 1 << 12;
 /// `PERF_SAMPLE_STACK_USER`, a `sample_type` bit.

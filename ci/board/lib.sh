@@ -163,7 +163,7 @@ board_ensure_kernel() {
     return 0
   fi
   local log=$dir/logs/kernel-build.log start=$SECONDS
-  board_log "building the $board_arch kernel into $dir (about 15-20 min on 2 cores; log: $log)"
+  board_log "building the $board_arch kernel into $dir (about 4 min on 2 idle cores; log: $log)"
   if ! "$(board_kernel_script build-kernel)" "$dir" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     exec 8>&-
@@ -178,7 +178,8 @@ board_ensure_kernel() {
 # mychardrv: rebuilt when its sources or build-module change (the kernel is implied by $dir).
 board_ensure_module() {
   local dir=$1 hash
-  hash=$(cat "$board_top"/examples/mychardrv/{mychardrv.c,Kbuild,Makefile} \
+  hash=$(cat "$board_top"/examples/mychardrv/{mychardrv.c,mychardrv_trace.h,Kbuild,Makefile} \
+    "$board_top"/include/kprof/marker.h \
     "$board_top"/examples/mychardrv-writer/{mychardrv_writer.c,Makefile} "$board_here/build-module" |
     sha256sum | cut -c1-16)
   if [ "$(cat "$dir/build/mychardrv-1.0/.stamp" 2>/dev/null)" = "$hash" ]; then
@@ -208,7 +209,7 @@ board_ensure_busybox() {
   if bdir=$(board_busybox_dir "$dir") && [ "$(cat "$bdir/.stamp" 2>/dev/null)" = "$hash" ]; then
     return 0
   fi
-  board_log "building busybox (about 2 min on 2 cores)"
+  board_log "building busybox (under a minute on 2 cores)"
   "$board_here/build-busybox" "$dir" >"$dir/logs/busybox-build.log" 2>&1 || {
     tail -n 30 "$dir/logs/busybox-build.log" >&2
     board_die "busybox build failed, full log: $dir/logs/busybox-build.log"

@@ -9,6 +9,9 @@
  * Built like an image's packages (-O2 -g, no frame pointers), installed stripped: only DWARF
  * unwinding on the host (kprofctl run --call-graph dwarf) recovers this path.
  *
+ * Each batch is also a span on kprof's timeline (kprof/marker.h: "batch 1", "batch 2", ...),
+ * recorded with `kprofctl run --markers`; `kprofctl report --time 'batch 2'` shows one.
+ *
  * usage: mychardrv-writer [ITERATIONS [BATCHES [DEVICE]]]   (default 10000 4 /dev/mychardrv)
  */
 #include <errno.h>
@@ -17,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <kprof/marker.h>
 
 /* One request: the decimal iteration count the driver's write handler parses. */
 static __attribute__((noinline)) int write_request(int fd, unsigned long iterations)
@@ -35,9 +40,17 @@ static __attribute__((noinline)) int run_batches(int fd, unsigned long iteration
 {
 	unsigned long per = iterations / batches, i;
 
-	for (i = 0; i < batches; i++)
-		if (write_request(fd, i + 1 < batches ? per : iterations - per * i))
+	for (i = 0; i < batches; i++) {
+		char span[32];
+		int failed;
+
+		snprintf(span, sizeof(span), "batch %lu", i + 1);
+		kprof_mark_begin(span);
+		failed = write_request(fd, i + 1 < batches ? per : iterations - per * i);
+		kprof_mark_end(span);
+		if (failed)
 			return -1;
+	}
 	return 0;
 }
 

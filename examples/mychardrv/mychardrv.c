@@ -17,6 +17,9 @@
  * mychardrv_read(); `dd if=/dev/mychardrv bs=1 count=N` makes N reads. read_delay_ms=0 skips
  * the wait.
  *
+ * Each traversal is also the tracepoint mychardrv:cache_traverse (mychardrv_trace.h): with
+ * `-e mychardrv:cache_traverse` a capture shows every call on the timeline with its fields.
+ *
  * This is the kprof example module (the Streamline "mychardrv" walk-through, redone for
  * perf_event sampling). It is built with debug info so that samples resolve to lines.
  */
@@ -32,6 +35,9 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+
+#define CREATE_TRACE_POINTS
+#include "mychardrv_trace.h"
 
 #define MYCHARDRV_NAME "mychardrv"
 /* A node fills one 64-byte cache line, so consecutive hops never share a line. */
@@ -188,6 +194,7 @@ static ssize_t mychardrv_write(struct file *file, const char __user *buf, size_t
 	steps = READ_ONCE(hops);
 	for (i = 0; i < iterations; i++) {
 		result += char_dev_cache_traverse(&dev, steps);
+		trace_cache_traverse(i, steps);
 		result ^= char_dev_cache_checksum(&dev, steps);
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;

@@ -7,6 +7,7 @@
 
 mod capture_dir;
 mod kernel_state;
+mod markers;
 mod off_cpu;
 mod open_events;
 mod seal;
@@ -15,6 +16,8 @@ mod signals;
 mod sink;
 mod stream;
 mod synthesize;
+mod tracefs;
+mod tracepoints;
 mod workload;
 
 use std::io;
@@ -38,6 +41,9 @@ pub const EXIT_TRUNCATED: u8 = 3;
 /// Runs a capture and returns the absolute path of the archive, and whether it is truncated.
 pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     raise_fd_limit();
+    let mut o = o.clone(); // the `-e` tracepoints get their ids from tracefs
+    let tracing = tracepoints::resolve(&mut o.events, o.off_cpu, o.markers)?;
+    let o = &o;
     // The workload gets the original mask back before exec.
     let signals = Signals::block()?;
     let max_rate = sys::kernel_sysctl("perf_event_max_sample_rate").unwrap_or(i64::MAX) as u64;
@@ -46,21 +52,20 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         .map_err(|e| Error::io("cannot read /sys/devices/system/cpu/online", e))?;
     let cpus = open_events::select_cpus(o.cpus.as_deref(), &online)?;
     let tids = open_events::targets(o)?;
-    let program = o.command.first().map(|c| workload::resolve_command(c));
-    let program = program.transpose()?;
+    let program = (o.command.first().map(|c| workload::resolve_command(c))).transpose()?;
 
     // Printed once setup has succeeded, so a failing capture says one thing only.
     let mut notices: Vec<String> = Vec::new();
-    let tracepoint = o.off_cpu.then(off_cpu::find).transpose()?;
     let mut opened = open_events::open_all(
         o,
         global_freq,
         &tids,
         &cpus,
-        tracepoint.as_ref(),
+        tracing.as_ref().and_then(|t| t.off_cpu.as_ref()),
         &mut notices,
     )?;
     let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
+    let mut markers = start_markers(tracing.as_ref(), &mut opened, &online)?;
     let mut work = WorkDir::create(&o.out_dir, o.min_free)?;
     let (start_ns, id) = (work.created_ns, work.id.clone());
     work.reserve()?;
@@ -91,8 +96,13 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         target: o.pid,
         deadline: o.duration.map(|d| Instant::now() + d),
     };
-    let (stop, write_error, stop_ns) =
-        stream_and_drain(&mut rings, &mut sink, stop_when, &perf_path);
+    let (stop, write_error, stop_ns) = stream_and_drain(
+        &mut rings,
+        &mut sink,
+        markers.as_mut(),
+        stop_when,
+        &perf_path,
+    );
     // Read while the fds are open: an event that counted nothing is told from one that
     // counted below its period.
     let counter_values = rings.counter_values();
@@ -113,11 +123,29 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         start_ns,
         stop_ns,
         stop,
-        tracepoint: tracepoint.as_ref(),
+        tracing: tracing.as_ref(),
+        // ftrace's settings go back here.
+        markers: markers.map(markers::Markers::finish),
         ring_dropped,
         write_error,
     };
     seal::seal(sink, end, &mut work)
+}
+
+/// With `--markers`: the `ftrace:print` event added to `opened` and ftrace's buffers opened,
+/// its clock switched to perf's (put back when the returned reader goes).
+fn start_markers(
+    tracing: Option<&tracepoints::Tracing>,
+    opened: &mut Vec<open_events::Opened>,
+    online: &[u32],
+) -> Result<Option<markers::Markers>, Error> {
+    let Some((t, print)) = tracing.and_then(|t| Some((t, t.print.as_ref()?))) else {
+        return Ok(None);
+    };
+    let event = markers::event(print, opened);
+    let m = markers::Markers::start(&t.tracefs, print, online, event.ids[0])?;
+    opened.push(event);
+    Ok(Some(m))
 }
 
 /// Enables the events, writes the records of what already runs and lets the workload exec.
@@ -150,15 +178,16 @@ fn start_sampling(
 fn stream_and_drain(
     rings: &mut Rings,
     sink: &mut Sink,
+    mut markers: Option<&mut markers::Markers>,
     stop_when: StopWhen<'_>,
     perf_path: &Path,
 ) -> (Stop, Option<seal::WriteError>, u64) {
     let with_workload = stop_when.workload.is_some();
-    let streamed = stream::until_stop(rings, sink, stop_when);
+    let streamed = stream::until_stop(rings, sink, markers.as_deref_mut(), stop_when);
     rings.disable();
     let stop_ns = timefmt::now_ns();
     let (stop, write_error) = match streamed {
-        Ok(stop) => match rings.drain(sink) {
+        Ok(stop) => match stream::drain_all(rings, sink, markers) {
             Ok(()) => (stop, None),
             Err(e) => (stop, Some(e)),
         },

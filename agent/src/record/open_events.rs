@@ -93,7 +93,7 @@ pub(super) fn open_all(
     global_freq: Option<u64>,
     tids: &[i32],
     cpus: &[u32],
-    off_cpu: Option<&super::off_cpu::Tracepoint>,
+    off_cpu: Option<&super::tracefs::Tracepoint>,
     notices: &mut Vec<String>,
 ) -> Result<Vec<Opened>, Error> {
     if matches!(o.call_graph, Some(CallGraph::Dwarf { .. })) && sys::DWARF_REGS_USER == 0 {
@@ -210,7 +210,7 @@ fn rates(
 
 /// `--off-cpu`'s context-switch tracepoint on every CPU.
 fn open_off_cpu(
-    t: &super::off_cpu::Tracepoint,
+    t: &super::tracefs::Tracepoint,
     o: &RecordOpts,
     cpus: &[u32],
     watermark: u32,
@@ -306,6 +306,10 @@ fn build_attr(
         wakeup: watermark,
         ..Default::default()
     };
+    if spec.attr_type == sys::PERF_TYPE_TRACEPOINT {
+        // A tracepoint's hit is worth nothing without its fields.
+        a.sample_type |= sys::SAMPLE_RAW;
+    }
     if let Some(p) = period {
         a.sample_period_or_freq = p;
     } else {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kprof_capture::manifest::{
-    Command, EventRecord, FileDigest, Manifest, OffCpu, RingDropped, SkippedFiles, Truncation,
+    Command, EventRecord, FileDigest, Manifest, RingDropped, SkippedFiles, Truncation,
 };
 
 use super::capture_dir::WorkDir;
@@ -38,8 +38,10 @@ pub(super) struct Ending<'a> {
     pub(super) start_ns: u64,
     pub(super) stop_ns: u64,
     pub(super) stop: Stop,
-    /// The context-switch tracepoint, with `--off-cpu`.
-    pub(super) tracepoint: Option<&'a super::off_cpu::Tracepoint>,
+    /// The tracepoints recorded, when any is.
+    pub(super) tracing: Option<&'a super::tracepoints::Tracing>,
+    /// `--markers`: the lines recorded and lost.
+    pub(super) markers: Option<kprof_capture::manifest::Markers>,
     /// Ring data dropped for corrupt record headers.
     pub(super) ring_dropped: RingDropped,
     /// Why the capture was cut short, when writing perf.data failed.
@@ -90,7 +92,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
     let events = event_records(end.opened, &counts, end.counter_values);
     let sysctl = procfs::sysctls();
     report(&events, end.command.as_ref(), &sysctl);
-    report_dropped(&end.ring_dropped, skipped.as_ref());
+    report_dropped(&end.ring_dropped, skipped.as_ref(), end.markers.as_ref());
     let o = end.o;
     let m = Manifest {
         schema: kprof_capture::MANIFEST_SCHEMA.into(),
@@ -120,12 +122,8 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         },
         sysctl,
         mmap_pages: Some(o.mmap_pages as u64),
-        off_cpu: end.tracepoint.map(|t| OffCpu {
-            method: super::off_cpu::METHOD.into(),
-            event: super::off_cpu::EVENT_NAME.into(),
-            tracefs: t.tracefs.display().to_string(),
-            tracepoint_id: t.id,
-        }),
+        off_cpu: end.tracing.and_then(|t| t.off_cpu_manifest()),
+        markers: end.markers.clone(),
         truncated: truncation.is_some(),
         truncation,
         ring_dropped: (end.ring_dropped.bytes > 0).then_some(end.ring_dropped),
@@ -249,8 +247,19 @@ fn lost(work: &mut WorkDir, we: &WriteError, what: &str, e: io::Error) -> Error 
     ))
 }
 
-/// Ring data dropped and mapped files skipped, on stderr.
-fn report_dropped(dropped: &RingDropped, skipped: Option<&SkippedFiles>) {
+/// Ring data dropped, mapped files skipped and marker lines lost, on stderr.
+fn report_dropped(
+    dropped: &RingDropped,
+    skipped: Option<&SkippedFiles>,
+    markers: Option<&kprof_capture::manifest::Markers>,
+) {
+    if let Some(m) = markers.filter(|m| m.lost > 0) {
+        warn(format_args!(
+            "LOST {} trace_marker lines: ftrace's ring buffer overflowed between two reads \
+             (raise {}/buffer_size_kb)",
+            m.lost, m.tracefs
+        ));
+    }
     if dropped.bytes > 0 {
         warn(format_args!(
             "LOST {} of ring buffer data at {} corrupt record header(s): the records in it are not in perf.data",
@@ -281,7 +290,7 @@ fn features(end: &Ending<'_>, build_ids: Vec<BuildIdEntry>) -> Features {
         nr_cpus_online: end.online_cpus as u32,
         cmdline: end.agent_argv.to_vec(),
         build_ids,
-        tracing_data: end.tracepoint.map(|t| t.tracing_data.clone()),
+        tracing_data: end.tracing.map(|t| t.tracing_data.clone()),
     }
 }
 
@@ -436,6 +445,9 @@ fn report(events: &[EventRecord], command: Option<&Command>, sysctl: &BTreeMap<S
 fn no_samples_reason(e: &EventRecord) -> Option<String> {
     if e.samples > 0 {
         return None;
+    }
+    if e.requested.as_deref() == Some("--markers") {
+        return Some("no line was written to trace_marker while recording".into());
     }
     Some(match (e.count, e.sample_period) {
         // A software event at 0 is a fact about the workload, a hardware one usually about

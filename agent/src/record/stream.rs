@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use kprof_capture::manifest::RingDropped;
 
+use super::markers::Markers;
 use super::open_events::Opened;
 use super::signals::Signals;
 use super::sink::Sink;
@@ -147,6 +148,19 @@ impl Rings {
     }
 }
 
+/// The marker lines ftrace holds, then the rings: both in the same round of records (the
+/// marker lines are not older than the previous round's samples).
+pub(super) fn drain_all(
+    rings: &mut Rings,
+    sink: &mut Sink,
+    markers: Option<&mut Markers>,
+) -> io::Result<()> {
+    if let Some(m) = markers {
+        m.read(sink)?;
+    }
+    rings.drain(sink)
+}
+
 /// What ends the capture besides a signal.
 pub(super) struct StopWhen<'a> {
     pub(super) signals: &'a Signals,
@@ -162,6 +176,7 @@ pub(super) struct StopWhen<'a> {
 pub(super) fn until_stop(
     rings: &mut Rings,
     sink: &mut Sink,
+    mut markers: Option<&mut Markers>,
     mut stop: StopWhen<'_>,
 ) -> io::Result<Stop> {
     let mut pfds: Vec<libc::pollfd> = rings
@@ -194,7 +209,7 @@ pub(super) fn until_stop(
                 p.fd = -1;
             }
         }
-        rings.drain(sink)?;
+        drain_all(rings, sink, markers.as_deref_mut())?;
         if let Some(sig) = stop.signals.take_terminating() {
             return Ok(Stop::Signal(sig));
         }

@@ -63,6 +63,9 @@ pub struct Manifest {
     /// Off-CPU recording (`record --off-cpu`), when on; absent otherwise and in older captures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_cpu: Option<OffCpu>,
+    /// Marker recording (`record --markers`), when on; absent otherwise and in older captures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markers: Option<Markers>,
     /// Writing perf.data failed (disk full, I/O error) and the capture was cut short: the
     /// agent stopped sampling and the workload, and sealed perf.data up to its last complete
     /// record. `false` in complete captures and in those of agents before the field.
@@ -147,6 +150,25 @@ pub struct OffCpu {
     pub tracefs: String,
     /// The tracepoint's id (`attr_config` of that event).
     pub tracepoint_id: u64,
+}
+
+/// How `trace_marker` lines were recorded (manifest `markers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Markers {
+    /// `ftrace-trace_marker`: the `print` events of ftrace's top-level ring buffer, read from
+    /// `per_cpu/cpuN/trace_pipe_raw` while sampling.
+    pub source: String,
+    /// The perf.data event carrying them (`ftrace:print`), named as in `events`.
+    pub event: String,
+    /// The tracefs directory read.
+    pub tracefs: String,
+    /// ftrace's `trace_clock` during the capture (`perf`: the clock of perf samples).
+    pub trace_clock: String,
+    /// Lines recorded (samples of `event`).
+    pub lines: u64,
+    /// Lines lost: overwritten in ftrace's ring buffer before they were read (its pages'
+    /// missed-events counts and the per-CPU `stats` overrun), or dropped with the buffer full.
+    pub lost: u64,
 }
 
 impl Manifest {
@@ -572,6 +594,7 @@ mod tests {
             sysctl: BTreeMap::new(),
             mmap_pages: None,
             off_cpu: None,
+            markers: None,
             truncated: false,
             truncation: None,
             ring_dropped: None,
@@ -579,6 +602,27 @@ mod tests {
             sequence: None,
         };
         serde_json::to_string(&m).unwrap()
+    }
+
+    /// A manifest without `markers` (older agents, or no --markers) parses with none and
+    /// writes none; one with it round-trips.
+    #[test]
+    fn parse_manifest_markers_optional() {
+        let old = minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION);
+        assert!(!old.contains("markers"));
+        let mut m = Manifest::from_json(old.as_bytes()).unwrap();
+        assert_eq!(m.markers, None);
+        m.markers = Some(Markers {
+            source: "ftrace-trace_marker".into(),
+            event: "ftrace:print".into(),
+            tracefs: "/sys/kernel/tracing".into(),
+            trace_clock: "perf".into(),
+            lines: 3,
+            lost: 1,
+        });
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains(r#""lines":3"#), "{json}");
+        assert_eq!(Manifest::from_json(json.as_bytes()).unwrap(), m);
     }
 
     /// A manifest of this schema and version parses; another schema, a newer version and

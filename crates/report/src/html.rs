@@ -1,8 +1,9 @@
 //! `--format html`: one self-contained viewer page that opens offline.
 //!
 //! The page is a header (capture, target, events, warnings), a timeline (one track per CPU and
-//! per busy thread, a rate chart per event, markers) and the views as tabs: functions, call
-//! tree, flamegraph, source, images. Everything but the header and the images table is drawn by
+//! per busy thread, a rate chart per event, markers, a row of marks and spans per thread that
+//! marked) and the views as tabs: functions, call tree, flamegraph, source, the Log of marks,
+//! images. Everything but the header and the images table is drawn by
 //! the page's script from one embedded JSON object ([`data`]): per-stack counts, the call
 //! paths as a trie and per-bin sparse stack counts. Selecting a time range sums those bins and
 //! redraws every view for the window; the window is kept in the URL fragment.
@@ -15,6 +16,7 @@
 pub mod blocked;
 pub mod data;
 pub(crate) mod escape;
+pub mod marks;
 pub mod model;
 mod pack;
 pub mod source;
@@ -77,9 +79,14 @@ fn collapsed_check(profile: &Profile) -> Result<(), Error> {
     crate::collapsed::check_event(profile, 0)
 }
 
-/// The page's script element text (between `<script>` and `</script>`).
+/// The page's script element text (between `<script>` and `</script>`): the marks' part
+/// first, as page.js calls it while it starts.
 fn script_text() -> String {
-    format!("\n{}", include_str!("html/page.js"))
+    format!(
+        "\n{}{}",
+        include_str!("html/marks.js"),
+        include_str!("html/page.js")
+    )
 }
 
 /// The page's Content-Security-Policy: its own script by SHA-256, inline styles (the script sets

@@ -134,6 +134,7 @@ fn manifest(
         sysctl: Default::default(),
         mmap_pages: None,
         off_cpu: None,
+        markers: None,
         truncated: false,
         truncation: None,
         ring_dropped: None,

@@ -493,3 +493,84 @@ fn assert_blocked_in_read(json: &serde_json::Value) {
         "schedule ← … ← mychardrv_read ← vfs_read ← ksys_read: {names:?}"
     );
 }
+
+/// Issue 25 on a board: `run --markers -e cpu-clock -e mychardrv:cache_traverse --
+/// mychardrv-writer 8000 4` records the writer's batch spans (kprof/marker.h, trace_marker)
+/// and the driver's tracepoint with its decoded fields; `--time 'batch 2'` puts
+/// char_dev_cache_traverse on top of mychardrv.ko; Debian's `perf script` reads both kinds.
+pub fn check_markers(board: &Board) {
+    let (capture, _) = run_and_fetch(
+        board,
+        &[
+            "--markers",
+            "-e",
+            "cpu-clock",
+            "-e",
+            "mychardrv:cache_traverse",
+        ],
+        &["mychardrv-writer", "8000", "4"],
+    );
+    let json = report_json(board, &capture, &board.symbols, &["--markers"]);
+    let marks = json["markers"].as_array().expect("markers array");
+    let edges = |edge: &str| -> Vec<String> {
+        marks
+            .iter()
+            .filter(|m| m["event"] == "ftrace:print")
+            .filter_map(|m| m["edge"][edge].as_str().map(str::to_owned))
+            .collect()
+    };
+    let batches: Vec<String> = (1..=4).map(|i| format!("batch {i}")).collect();
+    assert_eq!(edges("begin"), batches, "{json:#}");
+    assert_eq!(edges("end"), batches, "{json:#}");
+    let traversals: Vec<&serde_json::Value> = marks
+        .iter()
+        .filter(|m| m["event"] == "mychardrv:cache_traverse")
+        .collect();
+    assert_eq!(traversals.len(), 8000, "one mark per traversal");
+    for t in &traversals {
+        let field = |name: &str| -> Option<u64> {
+            t["fields"]
+                .as_array()?
+                .iter()
+                .find(|f| f["name"] == name)?["value"]
+                .as_str()?
+                .parse()
+                .ok()
+        };
+        assert_eq!(field("steps"), Some(256), "the module's default hops: {t}");
+        assert!(field("iteration").is_some_and(|i| i < 2000), "{t}");
+    }
+
+    let json = report_json(
+        board,
+        &capture,
+        &board.symbols,
+        &["--time", "batch 2", "--image", "mychardrv.ko"],
+    );
+    assert_eq!(
+        json["functions"][0]["symbol"], "char_dev_cache_traverse",
+        "{json:#}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let untar = Command::new("tar")
+        .arg("-xzf")
+        .arg(&capture)
+        .arg("-C")
+        .arg(dir.path())
+        .arg("perf.data")
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    let (ok, script, err) = outcome(
+        Command::new("perf")
+            .current_dir(dir.path())
+            .args(["script", "-i", "perf.data"]),
+    );
+    assert!(ok, "perf script: {err}");
+    assert!(script.contains("ftrace:print") && script.contains("B|"), "{err}");
+    assert!(
+        script.contains("mychardrv:cache_traverse") && script.contains("steps=256"),
+        "{err}"
+    );
+}

@@ -64,6 +64,11 @@ pub struct RunArgs {
     /// tracepoint), for `kprofctl report --off-cpu`: where threads block and for how long.
     #[arg(long)]
     pub off_cpu: bool,
+    /// Also record the lines applications write to ftrace's trace_marker (kprof/marker.h's
+    /// kprof_mark, kprof_mark_begin/end), for the timeline, `report --markers` and `--time`
+    /// by mark (docs/markers.md).
+    #[arg(long)]
+    pub markers: bool,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<Pid>,
@@ -134,6 +139,9 @@ impl RunArgs {
         }
         if self.off_cpu {
             args.push("--off-cpu".to_owned());
+        }
+        if self.markers {
+            args.push("--markers".to_owned());
         }
         if !self.command.is_empty() {
             args.push("--".to_owned());
@@ -383,6 +391,16 @@ mod tests {
         };
         assert_eq!(args(&["--call-graph", "fp"]), ["record", "-g"]);
         assert_eq!(args(&["--off-cpu"]), ["record", "-g", "--off-cpu"]);
+        assert_eq!(
+            args(&["--markers", "-e", "mychardrv:cache_traverse"]),
+            [
+                "record",
+                "-e",
+                "mychardrv:cache_traverse",
+                "-g",
+                "--markers"
+            ]
+        );
         assert_eq!(
             args(&["--call-graph", "dwarf"]),
             ["record", "--call-graph", "dwarf"]

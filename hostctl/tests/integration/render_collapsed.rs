@@ -56,3 +56,55 @@ fn report_collapsed_real_capture_counts_match_perf() {
         "{truncated} samples of write(2) chains cut, {whole} whole stacks:\n{text}"
     );
 }
+
+/// A static program built with frame pointers, as the boards' busybox is: its `perf record -g`
+/// chains end at glibc's entry code, the stack's root, and not in an invented caller after it
+/// and `[truncated]`, counted in a warning that the code lacks frame pointers (what the user's
+/// day showed for every sample of the shell before).
+#[test]
+fn report_collapsed_static_fp_program_ends_at_libc_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("prog.c"), capture::PROGRAM).unwrap();
+    kprof_test_support::cc_in(
+        dir.path(),
+        &["-O2", "-g", "-fno-omit-frame-pointer", "-static"],
+        "prog.c",
+        "prog",
+    );
+    capture::run(
+        std::process::Command::new("perf")
+            .current_dir(dir.path())
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-g"])
+            .args(["-o", "perf.data", "./prog", "100", "100"]),
+        "perf record (root and apt-get install linux-perf)",
+    );
+    let out = crate::render_support::kprofctl(
+        &[
+            "report",
+            "perf.data",
+            "--symbols",
+            ".",
+            "--format",
+            "collapsed",
+        ],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let spin: Vec<&str> = text.lines().filter(|l| l.contains("prog:spin")).collect();
+    assert!(!spin.is_empty(), "no samples in spin:\n{text}");
+    for line in &spin {
+        let frames: Vec<&str> = line.split(';').collect();
+        assert_eq!(
+            frames.get(1),
+            Some(&"prog:__libc_start_call_main"),
+            "the chain's root is glibc's entry code: {line}"
+        );
+    }
+    // Samples in glibc's own start-up code (no frame pointers) may still be cut; the
+    // program's are whole.
+    for line in text.lines().filter(|l| l.contains("prog:main")) {
+        assert!(!line.contains("[truncated]"), "{line}");
+    }
+}

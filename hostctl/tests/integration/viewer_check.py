@@ -135,7 +135,7 @@ def main():
         d.save_screenshot("%s/viewer-%d-first-screen.png" % (shots, width))
         full_shot(d, "%s/viewer-%d.png" % (shots, width))
         tabs = {}
-        for tab in ("calltree", "flamegraph", "source", "images", "functions"):
+        for tab in ("calltree", "flamegraph", "source", "log", "images", "functions"):
             d.find_element(By.CSS_SELECTOR, "#tabs button[data-pane=%s]" % tab).click()
             lay = d.execute_script("return {scrollWidth: document.documentElement.scrollWidth,"
                                    " clientWidth: document.documentElement.clientWidth};")

@@ -524,6 +524,9 @@
     threadTracks.sort(function (a, b) { return workload(b) - workload(a) || share(b) - share(a) || a.thread - b.thread; });
   })();
   var THREAD_H = BLOCKED.length ? 20 : 14, BLOCKED_H = 6, BLOCKED_S = "#8c99a8", BLOCKED_D = "#1f1f1f";
+  // Marks and spans of the profiled system (html/marks.js), and the Log tab.
+  var MK = kprofMarks(D, { unpack: unpack, esc: esc, secs: secs, comm: comm, $: $, NB: NB, W: W, state: state,
+    setWindow: function (b0, b1) { setWindow(b0, b1); } });
   function ms(ns) { return (ns / 1e6).toFixed(1); }
   var showAllThreads = false;
   function trackRow(kind, label, title, height) {
@@ -571,7 +574,15 @@
     });
     var threads = threadTracks.filter(function (t) { var th = D.threads[t.thread]; return state.idle || !th || th[0] !== 0; });
     var shown = showAllThreads ? threads : threads.slice(0, THREADS_SHOWN);
-    var max = 1;
+    var max = 1, placed = {};
+    var markRow = function (mt) {
+      var r = trackRow("marks", MK.label(mt), MK.title(mt), MK.height(mt));
+      r.setAttribute("data-mark-thread", mt.tid);
+      r.setAttribute("data-ticks", mt.ticks.length);
+      r.setAttribute("data-spans", mt.spans.length);
+      r.marks = mt;
+      rows.push([r, function (g) { MK.draw(g, mt, tl.plotWidth); }, MK.height(mt)]);
+    };
     threads.forEach(function (t) { for (var i = 0; i < t.bin.length; i++) if (t.count[i] > max) max = t.count[i]; });
     shown.forEach(function (t) {
       var th = D.threads[t.thread] || [0, 0, 0];
@@ -584,13 +595,19 @@
         r.setAttribute("data-blocked-d-ns", t.blockedD);
       }
       rows.push([r, function (g) { drawThread(g, t, max, th[2], THREAD_H); }, THREAD_H]);
+      var mt = MK.ofThread(t.thread);
+      if (mt) { placed[mt.index] = 1; markRow(mt); }
     });
+    // Threads that marked but have no track shown (never sampled, or past the busiest).
+    var rest = MK.others(placed, showAllThreads, THREADS_SHOWN);
+    rest.shown.forEach(markRow);
     rows.forEach(function (r) { box.appendChild(r[0]); });
-    if (threads.length > THREADS_SHOWN) {
+    var hidden = Math.max(0, threads.length - THREADS_SHOWN) + rest.more;
+    if (hidden) {
       var more = document.createElement("button");
       more.className = "more";
       more.id = "more-threads";
-      more.textContent = showAllThreads ? "Show the " + THREADS_SHOWN + " busiest threads only" : "Show " + (threads.length - THREADS_SHOWN) + " more threads";
+      more.textContent = showAllThreads ? "Show the " + THREADS_SHOWN + " busiest threads only" : "Show " + hidden + " more threads";
       more.addEventListener("click", function () { showAllThreads = !showAllThreads; buildTimeline(); });
       box.appendChild(more);
     }
@@ -607,6 +624,7 @@
     var kinds = {};
     T.markers.forEach(function (m) { kinds[m[1]] = m[1] === "lost" ? "samples lost" : m[2]; });
     Object.keys(kinds).forEach(function (k) { legend.innerHTML += "<span><i class=\"mk " + k + "\"></i>" + esc(kinds[k]) + "</span>"; });
+    legend.innerHTML += MK.legend();
     box.appendChild(legend);
     // The plot column's geometry, from the first canvas's place in the layout.
     var lbl = axis.querySelector(".lbl");
@@ -634,14 +652,33 @@
     var sel = document.createElement("div");
     sel.id = "tl-sel";
     layer.appendChild(sel);
+    var tip = document.createElement("div");
+    tip.id = "tl-tip";
+    tip.hidden = true;
+    box.appendChild(tip);
+    var markRows = rows.map(function (r) { return r[0]; }).filter(function (r) { return r.marks; });
+    layer.addEventListener("mousemove", function (ev) { if (!tl.drag) markTip(ev, layer, markRows, tip); });
+    layer.addEventListener("mouseleave", function () { tip.hidden = true; });
     layer.addEventListener("mousedown", function (ev) {
       ev.preventDefault();
       tl.drag = { x0: ev.clientX - layer.getBoundingClientRect().left };
+      tip.hidden = true;
       tl.drag.x1 = tl.drag.x0;
       showSelection();
     });
     drawSelection();
     performance.mark("kprof-timeline-drawn");
+  }
+  // The marks under the pointer, in a tip beside it, when it is over a mark row.
+  function markTip(ev, layer, markRows, tip) {
+    var box = layer.getBoundingClientRect(), x = ev.clientX - box.left, y = ev.clientY - box.top;
+    var row = markRows.filter(function (r) { return y >= r.offsetTop && y < r.offsetTop + r.offsetHeight; })[0];
+    var lines = row ? MK.at(row.marks, x, y - row.offsetTop, tl.plotWidth) : [];
+    tip.hidden = !lines.length;
+    if (!lines.length) return;
+    tip.textContent = lines.join("\n");
+    tip.style.top = (y + 16) + "px";
+    tip.style.left = Math.max(0, Math.min(tl.plotLeft + x + 12, tl.plotLeft + tl.plotWidth - tip.offsetWidth)) + "px";
   }
   function xToBin(x) { return Math.max(0, Math.min(NB, x / tl.plotWidth * NB)); }
   function showSelection() {
@@ -664,6 +701,11 @@
     $("window").setAttribute("data-start-ns", state.b0 * W);
     $("window").setAttribute("data-end-ns", state.b1 * W);
     $("clear-window").hidden = whole();
+    // A redraw without new counts (a resize) keeps the window's sample count.
+    if (totals) windowCount();
+  }
+  function windowCount() {
+    if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " " + UNIT;
   }
   document.addEventListener("mousemove", function (ev) {
     if (!tl.drag) return;
@@ -822,8 +864,9 @@
     renderFunctions();
     renderTree(false);
     renderSource();
+    MK.renderLog();
     if (state.tab === "flamegraph") drawFlame();
-    if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " " + UNIT;
+    windowCount();
     $("idle-note").textContent = idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle sample" + (idleSamples === 1 ? "" : "s") + " left out, as in the text summary)" : "";
     if (!document.body.hasAttribute("data-ready")) performance.mark("kprof-views-ready");
     document.body.setAttribute("data-ready", "1");
@@ -849,7 +892,8 @@
       fnRows.forEach(function (f) { var k = fnImg(f) + ":" + fnName(f); if (fnSelf[e || 0][f] > 0) out[k] = (out[k] || 0) + fnSelf[e || 0][f]; });
       return out;
     },
-    totals: function () { return totals.slice(); }
+    totals: function () { return totals.slice(); },
+    marks: function () { return MK.view(); }
   };
 
   if (D.ratio && NB) state.ratio = D.ratio;

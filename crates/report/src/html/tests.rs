@@ -548,3 +548,317 @@ fn render_html_chromium_hostile_names_stay_text() {
         "the page script drew no table: {first}"
     );
 }
+
+/// A mark of `text` at `ms` ms on thread (`pid`, `tid`).
+fn mark(ms: u64, pid: i32, tid: i32, event: &str, text: &str) -> kprof_symbols::profile::Marker {
+    use kprof_symbols::profile::{Mark, Marker, MarkerKind, SpanEdge};
+    // atrace's convention, as the symbols crate decodes it.
+    let edge = match text.split('|').collect::<Vec<_>>()[..] {
+        ["B", _, name] => Some(SpanEdge::Begin(name.to_owned())),
+        ["E", _, name] => Some(SpanEdge::End(Some(name.to_owned()))),
+        _ => None,
+    };
+    Marker {
+        time: ms * 1_000_000,
+        kind: MarkerKind::Mark(Mark {
+            event: event.to_owned(),
+            pid,
+            tid,
+            cpu: u32::from(tid != 100),
+            text: text.to_owned(),
+            fields: Vec::new(),
+            edge,
+        }),
+    }
+}
+
+/// A mark whose text is markup: the page must show it as text.
+const HOSTILE_MARK: &str = "</script><img src=x onerror=\"document.title='pwned'\"> & more";
+
+/// [`timed_fixture`] with marks: three phases as spans on the app thread (0–600 ms compute,
+/// 700–950 ms the driver's checksum, 950–999 ms libc), a span nested in phase 2, a frame mark
+/// every 50 ms, an end that closes nothing, a begin never closed, a line of markup, and a
+/// driver tracepoint on a thread that has no samples.
+fn marked_fixture() -> Profile {
+    let mut profile = timed_fixture();
+    let print = "ftrace:print";
+    let mut marks = vec![
+        mark(0, 100, 100, print, "B|100|phase 1"),
+        mark(600, 100, 100, print, "E|100|phase 1"),
+        mark(700, 100, 100, print, "B|100|phase 2"),
+        mark(750, 100, 100, print, "B|100|load"),
+        mark(800, 100, 100, print, "E|100|load"),
+        mark(950, 100, 100, print, "E|100|phase 2"),
+        mark(950, 100, 100, print, "B|100|phase 3"),
+        mark(990, 100, 100, print, "E|100|phase 3"),
+        mark(960, 100, 100, print, "E|100|orphan"),
+        mark(970, 100, 100, print, "B|100|never ends"),
+        mark(820, 200, 201, "mychardrv:cache_traverse", "len=4096 hits=3"),
+        mark(400, 100, 100, print, HOSTILE_MARK),
+    ];
+    for frame in 0..20 {
+        marks.push(mark(
+            frame * 50 + 5,
+            100,
+            100,
+            print,
+            &format!("frame {frame}"),
+        ));
+    }
+    profile.meta.markers.extend(marks);
+    profile.meta.markers.sort_by_key(|m| m.time);
+    profile
+}
+
+/// The page's marks, decoded: (time ns, thread index, text) of each, and the spans as
+/// (name, begin mark, end mark or -1, lane).
+type PageMarks = (Vec<(u64, u64, String)>, Vec<(String, u64, i64, u64)>);
+
+fn page_marks(data: &serde_json::Value) -> PageMarks {
+    let m = &data["marks"];
+    let n = m["n"].as_u64().unwrap() as usize;
+    let time = unpack(&m["time"]);
+    let thread = unpack(&m["thread"]);
+    let text = unpack(&m["text"]);
+    assert_eq!((time.len(), thread.len(), text.len()), (n, n, n));
+    let mut at = 0;
+    let marks = (0..n)
+        .map(|i| {
+            at += time[i];
+            (
+                at,
+                thread[i],
+                m["texts"][text[i] as usize].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let s = &m["spans"];
+    let zigzag = |v: u64| (v >> 1) as i64 ^ -((v & 1) as i64);
+    let (begin, end, name, lane) = (
+        unpack(&s["begin"]),
+        unpack(&s["end"]),
+        unpack(&s["name"]),
+        unpack(&s["lane"]),
+    );
+    let spans = (0..s["n"].as_u64().unwrap() as usize)
+        .map(|i| {
+            (
+                s["names"][name[i] as usize].as_str().unwrap().to_owned(),
+                begin[i],
+                zigzag(end[i]),
+                lane[i],
+            )
+        })
+        .collect();
+    (marks, spans)
+}
+
+/// The marks are in the page's data in time order with their threads (the app's sampled
+/// thread, and the tracepoint's thread that has no samples) and text; begin/end pairs are
+/// spans of their thread, nested ones in the next lane, an unclosed one open; the capture's
+/// own markers (start, lost, exit) stay the timeline's full-height lines.
+#[test]
+fn write_html_marks_in_data_spans_paired_per_thread() {
+    let mut out = Vec::new();
+    write(&marked_fixture(), None, &mut out).unwrap();
+    let data = data_of(&String::from_utf8(out).unwrap());
+    let (marks, spans) = page_marks(&data);
+    assert_eq!(marks.len(), 32);
+    assert!(marks.windows(2).all(|w| w[0].0 <= w[1].0), "time order");
+    assert_eq!(marks[0], (0, 0, "B|100|phase 1".to_owned()));
+    let tp = marks.iter().find(|m| m.2 == "len=4096 hits=3").unwrap();
+    assert_eq!(tp.0, 820_000_000);
+    // pid 100 tid 100 is the profile's thread 0; 200/201 was never sampled.
+    assert_eq!(
+        data["marks"]["threads"],
+        serde_json::json!([[100, 100, 0], [200, 201, -1]])
+    );
+    assert_eq!(tp.1, 1);
+    assert_eq!(
+        data["marks"]["events"],
+        serde_json::json!(["ftrace:print", "mychardrv:cache_traverse"])
+    );
+    let text_of = |i: i64| marks[i as usize].2.clone();
+    let named: Vec<(String, String, String, u64)> = spans
+        .iter()
+        .map(|(name, b, e, lane)| {
+            let end = if *e < 0 {
+                "open".to_owned()
+            } else {
+                text_of(*e)
+            };
+            (name.clone(), text_of(*b as i64), end, *lane)
+        })
+        .collect();
+    let want = |n: &str, b: &str, e: &str, l: u64| (n.to_owned(), b.to_owned(), e.to_owned(), l);
+    assert_eq!(
+        named,
+        vec![
+            want("phase 1", "B|100|phase 1", "E|100|phase 1", 0),
+            want("phase 2", "B|100|phase 2", "E|100|phase 2", 0),
+            want("load", "B|100|load", "E|100|load", 1),
+            want("phase 3", "B|100|phase 3", "E|100|phase 3", 0),
+            want("never ends", "B|100|never ends", "open", 1),
+        ]
+    );
+    let kinds: Vec<&str> = data["time"]["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m[1].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["start", "lost", "exit"]);
+}
+
+/// 10,000 marks (a frame loop's begin/end pairs and a plain mark per frame, texts all
+/// different) keep the page small: the marks' columns and strings, not an object per mark.
+#[test]
+fn write_html_10k_marks_page_stays_compact() {
+    let base = {
+        let mut out = Vec::new();
+        write(&timed_fixture(), None, &mut out).unwrap();
+        out.len()
+    };
+    let mut profile = timed_fixture();
+    for frame in 0..3334u64 {
+        let at = frame * 290;
+        for (k, text) in [
+            "B|100|frame".to_owned(),
+            format!("frame {frame} queued 17 buffers"),
+            "E|100|frame".to_owned(),
+        ]
+        .iter()
+        .enumerate()
+        {
+            profile
+                .meta
+                .markers
+                .push(mark(0, 100, 100, "ftrace:print", text));
+            profile.meta.markers.last_mut().unwrap().time = at * 1000 + k as u64 * 90_000;
+        }
+    }
+    profile.meta.markers.sort_by_key(|m| m.time);
+    let mut out = Vec::new();
+    write(&profile, None, &mut out).unwrap();
+    let data = data_of(&String::from_utf8(out.clone()).unwrap());
+    let (marks, spans) = page_marks(&data);
+    assert_eq!((marks.len(), spans.len()), (10_002, 3334));
+    let per_mark = (out.len() - base) as f64 / marks.len() as f64;
+    eprintln!(
+        "10,002 marks: page {} bytes, {} without marks, {per_mark:.1} bytes per mark",
+        out.len(),
+        base
+    );
+    // A JSON object per mark ({"t":..,"cpu":..,"tid":..,"text":".."}) takes about 80.
+    assert!(per_mark < 40.0, "{per_mark:.1} bytes per mark");
+}
+
+/// Runs marks_check.py (chromium-driver, selenium) on `page` with `args`; what it found.
+fn marks_check(
+    page: &std::path::Path,
+    shots: &std::path::Path,
+    args: &[&str],
+) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/src/html/marks_check.py");
+    // Debian's python3: python3-selenium is installed for it, not for other interpreters.
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(script)
+        .arg(page)
+        .arg(shots)
+        .args(args)
+        .output()
+        .expect("/usr/bin/python3 runs (apt-get install python3-selenium chromium-driver)");
+    assert!(
+        out.status.success(),
+        "marks_check.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("marks_check.py prints JSON")
+}
+
+/// The mark rows of [`marked_fixture`]'s page: the app thread's with its spans and ticks and
+/// the tracepoint thread's, both painted; hovering names the span under the pointer.
+fn mark_rows_ok(got: &serde_json::Value) {
+    let rows = got["markRows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "a mark row per marking thread: {rows:?}");
+    // Ticks: 20 frames, the end that closed nothing, the markup line.
+    assert_eq!(
+        (rows[0]["spans"].as_u64(), rows[0]["ticks"].as_u64()),
+        (Some(5), Some(22)),
+        "{rows:?}"
+    );
+    assert!(rows[0]["label"].as_str().unwrap().starts_with("app 100"));
+    assert!(rows.iter().all(|r| r["paintedPixels"].as_u64() > Some(0)));
+    let tip = got["tip"].as_str().expect("a tip over the mark row");
+    assert!(tip.contains("span phase 1 600.000 ms"), "{tip}");
+}
+
+/// In Chromium at 1366×768 (chromium-driver, selenium): the app thread's mark row shows the
+/// three phases as spans and hovering it names what is under the pointer; the Log tab lists
+/// every mark, its filter keeps the phases' marks, and clicking phase 2's begin selects
+/// 0.70..0.95 s on the timeline, so the functions table shows that phase's driver checksum
+/// on top; clicking a plain mark selects 5 bins either side of its bin.
+#[test]
+fn render_html_chromium_log_click_selects_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.html");
+    let mut html = Vec::new();
+    write(&marked_fixture(), None, &mut html).unwrap();
+    std::fs::write(&path, html).unwrap();
+    let shots = std::env::var_os("KPROF_KEEP_SCREENSHOT_DIR")
+        .map_or_else(|| dir.path().to_owned(), std::path::PathBuf::from);
+    std::fs::create_dir_all(&shots).unwrap();
+    let args = ["1366x768", "phase", "B|100|phase 2", "frame 6"];
+    let got = marks_check(&path, &shots, &args);
+    mark_rows_ok(&got);
+
+    let all = got["logAll"].as_array().unwrap();
+    assert_eq!(all.len(), 32);
+    assert!(
+        all.iter().any(|r| r[4] == HOSTILE_MARK),
+        "markup shown as text"
+    );
+    assert_ne!(got["title"], "pwned");
+    let layout = &got["logLayout"];
+    assert!(
+        layout["scrollWidth"].as_u64() <= layout["clientWidth"].as_u64(),
+        "the Log tab overflows: {layout}"
+    );
+    let filtered = got["logFiltered"].as_array().unwrap();
+    assert_eq!(filtered.len(), 6, "{filtered:?}");
+    assert_eq!(got["count"], "6 of 32 marks");
+    assert_eq!(filtered[2][0], "0.700000000");
+    assert_eq!(filtered[2][4], "B|100|phase 2");
+
+    assert_eq!(got["before"]["window"]["start"], 0);
+    let window = &got["after"]["window"];
+    assert_eq!(
+        (window["start"].as_u64(), window["end"].as_u64()),
+        (Some(700_000_000), Some(950_000_000))
+    );
+    assert_eq!(
+        got["after"]["hash"],
+        "#window=0.700000000..0.950000000&tab=log"
+    );
+    assert_eq!(
+        got["after"]["self"],
+        serde_json::json!({"mychardrv.ko:mychardrv_checksum": 25})
+    );
+    let selected = got["selectedRow"].as_str().unwrap();
+    assert!(selected.contains("B|100|phase 2"), "{selected}");
+    let first = got["firstFunction"].as_str().unwrap();
+    assert!(first.contains("mychardrv_checksum"), "{first}");
+    // frame 6 at 305 ms is in bin 152 of 2 ms: bins 147..158.
+    let window = &got["afterMark"]["window"];
+    assert_eq!(
+        (window["start"].as_u64(), window["end"].as_u64()),
+        (Some(294_000_000), Some(316_000_000))
+    );
+    let console: Vec<&serde_json::Value> = got["console"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+}

@@ -17,24 +17,35 @@ use super::pack::Packed;
 /// enough that per-bin data stays small.
 pub const MAX_BINS: u64 = 1000;
 
-/// Capture length in ns: the last record, or the last sample if that is later.
+/// Capture length in ns: the last record, or the last sample or marker if that is later.
 pub fn duration(profile: &Profile) -> u64 {
     let last = profile.samples.last().map_or(0, |s| s.time);
-    profile.meta.duration_ns.max(last)
+    let marker = profile
+        .meta
+        .markers
+        .iter()
+        .map(|m| m.time)
+        .max()
+        .unwrap_or(0);
+    profile.meta.duration_ns.max(last).max(marker)
 }
 
-/// (time, kind, label) of every marker: kind is the page's CSS class.
+/// (time, kind, label) of every marker of the capture itself, drawn across all tracks: kind
+/// is the page's CSS class. The profiled system's marks are not among them: they go on their
+/// thread's mark row ([`super::marks`]).
 pub fn markers(profile: &Profile) -> Vec<(u64, &'static str, String)> {
     profile
         .meta
         .markers
         .iter()
-        .map(|m| match &m.kind {
-            MarkerKind::WorkloadStart => (m.time, "start", "workload start".to_owned()),
-            MarkerKind::WorkloadExit => (m.time, "exit", "workload exit".to_owned()),
-            MarkerKind::Lost { samples } => (m.time, "lost", format!("{samples} samples lost")),
-            MarkerKind::Throttled => (m.time, "throttled", "event throttled".to_owned()),
-            MarkerKind::Mark(mark) => (m.time, "mark", mark.text.clone()),
+        .filter_map(|m| match &m.kind {
+            MarkerKind::WorkloadStart => Some((m.time, "start", "workload start".to_owned())),
+            MarkerKind::WorkloadExit => Some((m.time, "exit", "workload exit".to_owned())),
+            MarkerKind::Lost { samples } => {
+                Some((m.time, "lost", format!("{samples} samples lost")))
+            }
+            MarkerKind::Throttled => Some((m.time, "throttled", "event throttled".to_owned())),
+            MarkerKind::Mark(_) => None,
         })
         .collect()
 }

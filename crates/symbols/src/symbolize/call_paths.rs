@@ -14,6 +14,24 @@ pub(super) const MARKER_IMAGE: &str = "[unwind]";
 /// The marked frame of a user stack whose copy ran out before its root.
 pub(crate) const TRUNCATED: &str = "[truncated]";
 
+/// Functions a thread's stack starts in: the C libraries' process and thread entry code
+/// (glibc, musl). A frame-pointer chain that reaches one has reached its root: the entry code
+/// is built without frame pointers, so what follows is whatever its frame-pointer register
+/// held, not a caller (gdb stops its backtraces there too). Without this, every chain of a
+/// program built with frame pointers ended in an invented frame and `[truncated]`.
+const STACK_ROOTS: &[&str] = &[
+    "__libc_start_call_main",
+    "__libc_start_main",
+    "__libc_start_main_impl",
+    "_start",
+    "start_thread",
+    "__clone",
+    "__clone3",
+    "clone3",
+    "libc_start_main_stage2",
+    "_start_c",
+];
+
 /// How user stacks were unwound, for the warnings at the end.
 #[derive(Debug, Default)]
 pub(super) struct UnwindStats {
@@ -133,6 +151,9 @@ impl State<'_> {
                 self.resolve_user(pid, a)
             };
             stack_buf.extend(run.start..run.end);
+            if !kernel && run.end > run.start && self.is_stack_root(run.end - 1) {
+                break;
+            }
         }
         if cut {
             self.user.stats.fp_cut += 1;
@@ -146,6 +167,16 @@ impl State<'_> {
                 .min(bytes.len());
             self.push_unwound(pid, arch, &regs, &bytes[..used], stack_buf);
         }
+    }
+
+    /// Whether frame `f` is in a function that starts a thread's stack ([`STACK_ROOTS`]).
+    fn is_stack_root(&self, f: usize) -> bool {
+        let p = &self.profile;
+        p.frames
+            .get(f)
+            .and_then(|fr| p.functions.get(fr.function))
+            .and_then(|func| func.name.as_deref())
+            .is_some_and(|name| STACK_ROOTS.contains(&name))
     }
 
     /// Unwinds a user stack and appends its frames, and the marked frame where it stops.
