@@ -509,7 +509,6 @@ int main(int argc, char **argv) {
 /// `--time 'B|PID|phase_x'..'E|PID|phase_x'` (the marks' texts) each put phase_x's function
 /// on top, and the Firefox export has an interval marker per phase on the program's thread.
 #[test]
-#[ignore = "needs kprof-agent --markers (m-agent branch; KPROF_AGENT=that agent runs it)"]
 fn report_markers_trace_marker_phases_spans() {
     let dir = tempfile::Builder::new()
         .prefix("kprof-trace-marker-")
