@@ -14,6 +14,10 @@
 //!   CPU graph already shows cpu-clock time.
 //! - Markers on the profiled command's busiest thread (else the busiest of all): workload
 //!   start and exit, lost samples, throttling.
+//! - The profiled system's marks on the thread that marked: an instant marker per plain mark
+//!   (named by its text) and per tracepoint (named by its event, its fields as text), an
+//!   interval marker per span (`B|PID|NAME` to its end, named NAME; from the begin on when the
+//!   capture ended first).
 
 mod markers;
 
@@ -23,7 +27,7 @@ use fxprof_processed_profile::{
     MarkerTiming, ProcessHandle, Profile as Fx, ReferenceTimestamp, SamplingInterval, StackHandle,
     StringHandle, ThreadHandle, Timestamp,
 };
-use kprof_symbols::profile::{Profile, Sample};
+use kprof_symbols::profile::{Mark, MarkerKind, Profile, Sample};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -134,12 +138,74 @@ fn build(p: &Profile) -> Result<Fx, Error> {
         fx.set_thread_show_markers_in_timeline(t, true);
         fx.add_initial_selected_thread(t);
         for m in &p.meta.markers {
+            if matches!(m.kind, MarkerKind::Mark(_)) {
+                continue;
+            }
             let marker = markers::KprofMarker::new(&mut fx, &m.kind);
             fx.add_marker(t, MarkerTiming::Instant(at(m.time)), marker);
         }
         add_counters(p, &mut fx, processes[&p.threads[i].pid]);
     }
+    add_marks(p, &mut fx, &threads);
     Ok(fx)
+}
+
+/// The marks on the tracks of the threads that marked them: spans as intervals, the others
+/// as instants. A mark of a thread without a track (not in the profile's threads) is left out.
+fn add_marks(p: &Profile, fx: &mut Fx, threads: &[ThreadHandle]) {
+    // The last track of a (pid, tid): the name it had after an exec.
+    let by_id: HashMap<(i32, i32), ThreadHandle> = p
+        .threads
+        .iter()
+        .zip(threads)
+        .map(|(t, h)| ((t.pid, t.tid), *h))
+        .collect();
+    let track = |pid: i32, tid: i32| by_id.get(&(pid, tid)).copied();
+    let spans = kprof_symbols::marks::spans(p);
+    let mut in_span = vec![false; p.meta.markers.len()];
+    for s in &spans {
+        in_span[s.begin] = true;
+        if let Some(e) = s.end_marker {
+            in_span[e] = true;
+        }
+        let MarkerKind::Mark(begin) = &p.meta.markers[s.begin].kind else {
+            continue;
+        };
+        let Some(t) = track(s.pid, s.tid) else {
+            continue;
+        };
+        let marker = mark_marker(fx, &s.name, begin);
+        let timing = match s.end {
+            Some(end) => MarkerTiming::Interval(at(s.start), at(end)),
+            None => MarkerTiming::IntervalStart(at(s.start)),
+        };
+        fx.set_thread_show_markers_in_timeline(t, true);
+        fx.add_marker(t, timing, marker);
+    }
+    for (i, m) in p.meta.markers.iter().enumerate() {
+        let MarkerKind::Mark(mark) = &m.kind else {
+            continue;
+        };
+        let Some(t) = track(mark.pid, mark.tid).filter(|_| !in_span[i]) else {
+            continue;
+        };
+        let name = if mark.fields.is_empty() {
+            &mark.text
+        } else {
+            &mark.event
+        };
+        let marker = mark_marker(fx, name, mark);
+        fx.set_thread_show_markers_in_timeline(t, true);
+        fx.add_marker(t, MarkerTiming::Instant(at(m.time)), marker);
+    }
+}
+
+fn mark_marker(fx: &mut Fx, name: &str, mark: &Mark) -> markers::MarkMarker {
+    markers::MarkMarker {
+        name: fx.intern_string(name),
+        event: fx.intern_string(&mark.event),
+        text: fx.intern_string(&mark.text),
+    }
 }
 
 fn at(ns: u64) -> Timestamp {
@@ -431,6 +497,79 @@ mod tests {
             .map(|v| v.as_u64().unwrap())
             .collect();
         assert_eq!(ops, vec![2, 1, 1]);
+    }
+
+    /// Marks go on the marking thread's track: a begin/end pair as one interval marker named
+    /// by the span, a plain mark as an instant named by its text, a tracepoint named by its
+    /// event, a begin never ended as an interval start; the end mark makes no marker of its
+    /// own.
+    #[test]
+    fn write_firefox_marks_spans_intervals_instants() {
+        use kprof_symbols::profile::{Mark, Marker, SpanEdge};
+        let mut p = fixture::profile();
+        let mark = |time, text: &str, fields: Vec<(String, String)>, edge| Marker {
+            time,
+            kind: MarkerKind::Mark(Mark {
+                event: if fields.is_empty() {
+                    "ftrace:print"
+                } else {
+                    "drv:ev"
+                }
+                .into(),
+                pid: 100,
+                tid: 100,
+                cpu: 0,
+                text: text.into(),
+                fields,
+                edge,
+            }),
+        };
+        p.meta.markers = vec![
+            mark(
+                1_000_000,
+                "B|100|phase_a",
+                vec![],
+                Some(SpanEdge::Begin("phase_a".into())),
+            ),
+            mark(2_000_000, "hello", vec![], None),
+            mark(3_000_000, "a=1", vec![("a".into(), "1".into())], None),
+            mark(4_000_000, "E|100", vec![], Some(SpanEdge::End(None))),
+            mark(
+                5_000_000,
+                "B|100|open",
+                vec![],
+                Some(SpanEdge::Begin("open".into())),
+            ),
+        ];
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        let fx: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let t = &fx["threads"][0];
+        let m = &t["markers"];
+        let s = |v: &serde_json::Value| t["stringArray"][v.as_u64().unwrap() as usize].clone();
+        let got: Vec<_> = (0..m["length"].as_u64().unwrap() as usize)
+            .filter(|i| m["data"][*i]["type"] == "kprof-mark")
+            .map(|i| {
+                (
+                    s(&m["name"][i]),
+                    s(&m["data"][i]["text"]),
+                    m["startTime"][i].as_f64(),
+                    m["endTime"][i].as_f64(),
+                    m["phase"][i].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let j = |v: &str| serde_json::Value::from(v);
+        assert_eq!(
+            got,
+            [
+                (j("phase_a"), j("B|100|phase_a"), Some(1.0), Some(4.0), 1),
+                // The format writes endTime 0 for what is no interval.
+                (j("open"), j("B|100|open"), Some(5.0), Some(0.0), 2),
+                (j("hello"), j("hello"), Some(2.0), Some(0.0), 0),
+                (j("drv:ev"), j("a=1"), Some(3.0), Some(0.0), 0),
+            ]
+        );
     }
 
     /// The gzip form decompresses to the same JSON as the plain one.

@@ -4,7 +4,7 @@
 //! fields is not such a change.
 
 use kprof_symbols::annotate::Annotation;
-use kprof_symbols::profile::{Profile, SymbolSource};
+use kprof_symbols::profile::{MarkerKind, Profile, SymbolSource};
 use kprof_symbols::views::{self, CallNode, Direction, Filter};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -14,7 +14,7 @@ use crate::Error;
 /// `schema` of every JSON report.
 pub const SCHEMA: &str = "kprof-report";
 /// `version` of the schema written.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 fn pct(n: u64, total: u64) -> f64 {
     if total == 0 {
@@ -116,7 +116,27 @@ pub(crate) fn base(p: &Profile) -> serde_json::Map<String, Value> {
             .collect(),
     );
     m.insert("warnings".into(), json!(p.warnings));
+    // Present whenever the capture has marks, even when none is in the window.
+    let has_marks = p
+        .meta
+        .markers
+        .iter()
+        .any(|m| matches!(m.kind, MarkerKind::Mark(_)));
+    if has_marks {
+        let marks = crate::marks::listed(p);
+        m.insert(
+            "markers".into(),
+            marks.iter().map(crate::marks::to_json).collect(),
+        );
+    }
     m
+}
+
+/// `--markers`: the parts every report has, with `markers` always present.
+pub fn write_markers(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
+    let mut m = base(p);
+    m.entry("markers").or_insert_with(|| json!([]));
+    finish(m, out)
 }
 
 pub(crate) fn finish(m: serde_json::Map<String, Value>, out: &mut dyn Write) -> Result<(), Error> {

@@ -91,6 +91,43 @@ pub fn write_functions(
     write_function_rows(p, filter, &columns, limit, out)
 }
 
+/// `--markers`: the header, then every mark in the window in time order: seconds since
+/// capture start (µs), CPU, the thread as comm/pid/tid, the event and the mark's text.
+pub fn write_markers(p: &Profile, out: &mut dyn Write) -> Result<(), Error> {
+    let mut out = crate::escape::Escaping::new(out);
+    let out: &mut dyn Write = &mut out;
+    let columns = Columns {
+        p,
+        totals: views::totals(p, &Filter::default()),
+        ratio: None,
+        ratio_unknown: None,
+    };
+    write_header(p, &columns, out)?;
+    let marks = crate::marks::listed(p);
+    writeln!(out)?;
+    writeln!(out, "Marks: {}", marks.len())?;
+    writeln!(
+        out,
+        "{:>14}  {:>4}  {:<24} {:<24} text",
+        "time (s)", "cpu", "comm/pid/tid", "event"
+    )?;
+    for l in &marks {
+        let cpu = match l.mark.cpu {
+            u32::MAX => "-".to_string(),
+            c => c.to_string(),
+        };
+        writeln!(
+            out,
+            "{:>14.6}  {cpu:>4}  {:<24} {:<24} {}",
+            l.time as f64 / 1e9,
+            crate::marks::thread_label(l),
+            l.mark.event,
+            l.mark.text
+        )?;
+    }
+    Ok(())
+}
+
 /// Capture, target, window, events with their totals, lost samples and what the ratio
 /// column means.
 fn write_header(p: &Profile, columns: &Columns, out: &mut dyn Write) -> Result<(), Error> {

@@ -187,3 +187,20 @@ pub fn unwind(bytes: &[u8]) {
     });
     assert!(!out.frames.is_empty() && out.frames.len() <= 512);
 }
+
+/// Parses `bytes` as perf.data's HEADER_TRACING_DATA and decodes every format it has against
+/// two payloads cut from the same bytes (its start and its second half): errors and missing
+/// fields are fine, panics are bugs.
+pub fn tracing_data(bytes: &[u8]) {
+    if let Ok(td) = crate::tracing_data::parse(bytes) {
+        let half = &bytes[bytes.len() / 2..];
+        let start = &bytes[..bytes.len().min(64)];
+        for f in &td.formats {
+            for raw in [half, start] {
+                for (_, v) in f.decode(raw, td.big_endian) {
+                    let _ = v.to_string();
+                }
+            }
+        }
+    }
+}

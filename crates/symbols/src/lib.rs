@@ -29,6 +29,7 @@ pub mod image_warnings;
 pub mod index;
 pub mod kallsyms;
 pub mod limits;
+pub mod marks;
 pub mod off_cpu;
 pub mod perf_archive;
 pub mod perf_data;
@@ -37,6 +38,7 @@ pub mod provider;
 mod quiet_panic;
 pub mod sources;
 mod symbolize;
+pub mod tracing_data;
 pub mod unwind;
 pub mod views;
 

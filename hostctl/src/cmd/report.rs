@@ -1,7 +1,7 @@
 //! `kprofctl report`: symbolize a capture and show one view of it in one format.
 
 use super::symbol_args::SymbolArgs;
-use super::time_range::TimeRange;
+use super::time_range::{TimeRange, TimeSpec};
 use crate::progress::{self, Counting};
 use anyhow::Context;
 use kprof_report as render;
@@ -69,8 +69,19 @@ pub struct ReportArgs {
     pub no_idle: bool,
     /// Only samples taken in this window of seconds since capture start, START included,
     /// END not (`1.5..3`, `..2`, `2..`; down to ns). Applies to every view and format.
+    /// A bound may be a mark's text instead (the first mark with exactly that text: `--time
+    /// 'frame 12 start'..'frame 12 end'`), and `--time NAME` is the first span NAME (from
+    /// `kprof_mark_begin("NAME")` to the same thread's `kprof_mark_end`).
     #[arg(long, value_name = "START..END")]
-    pub time: Option<TimeRange>,
+    pub time: Option<TimeSpec>,
+    /// `--time` resolved against the capture's marks.
+    #[arg(skip)]
+    pub window: Option<TimeRange>,
+    /// List the capture's marks (`record --markers` lines, `-e SUBSYS:EVENT` tracepoints with
+    /// their fields) in time order, in the `--time` window, of the threads `--pid`/`--comm`
+    /// pick: time, CPU, thread, event, text.
+    #[arg(long, group = "view", conflicts_with_all = ["off_cpu", "ratio"])]
+    pub markers: bool,
     /// Who calls FUNC, as a tree with shares (FUNC or IMAGE:FUNC).
     #[arg(long, value_name = "FUNC", group = "view")]
     pub callers: Option<String>,
@@ -266,8 +277,16 @@ pub fn annotate_all(l: &Loaded, filter: &Filter, name: &str) -> anyhow::Result<V
         .collect())
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+pub fn run(mut args: ReportArgs) -> anyhow::Result<()> {
     let mut l = load(&args.capture, &args.symbols)?;
+    args.window = args
+        .time
+        .as_ref()
+        .map(|t| t.resolve(&l.profile))
+        .transpose()?;
+    if args.markers {
+        return run_markers(&args, l);
+    }
     if args.off_cpu {
         return run_off_cpu(&args, l);
     }
@@ -278,6 +297,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     if had_off_cpu && l.profile.events.is_empty() {
         anyhow::bail!(
             "{}: the capture has only context switches; use `kprofctl report --off-cpu`",
+            args.capture.display()
+        );
+    }
+    if l.profile.events.is_empty() && !render::marks::listed(&l.profile).is_empty() {
+        anyhow::bail!(
+            "{}: the capture has only marks (tracepoints), no sampling event; `kprofctl report --markers` lists them",
             args.capture.display()
         );
     }
@@ -313,7 +338,7 @@ fn blocked_spans(args: &ReportArgs, p: &Profile) -> Vec<render::html::blocked::S
         Format::Html => render::html::blocked::spans(p)
             .into_iter()
             .filter(|s| {
-                args.time.is_none_or(|t| {
+                args.window.is_none_or(|t| {
                     t.start.is_none_or(|a| s.start >= a) && t.end.is_none_or(|b| s.start < b)
                 })
             })
@@ -357,7 +382,7 @@ fn filter_of(args: &ReportArgs) -> Filter {
 fn project(args: &ReportArgs, l: Loaded, events: &[usize]) -> anyhow::Result<Loaded> {
     let filter = filter_of(args);
     let had_samples = !l.profile.stacks.is_empty();
-    let windowed = match args.time {
+    let windowed = match args.window {
         Some(t) => views::into_time_window(l.profile, t.start, t.end),
         None => l.profile,
     };
@@ -473,6 +498,56 @@ fn write_html(
     Ok(())
 }
 
+/// `report --markers`: the marks in the `--time` window, after the header of the on-CPU
+/// profile; a capture without samples still lists its marks.
+fn run_markers(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
+    let mut p = kprof_symbols::off_cpu::on_cpu(l.profile);
+    if let Some(t) = args.window {
+        p = views::into_time_window(p, t.start, t.end);
+    }
+    // --pid and --comm pick the marking threads, as they pick the sampled ones.
+    let named: std::collections::HashSet<(i32, i32)> = p
+        .threads
+        .iter()
+        .filter(|t| args.comm.as_ref().is_some_and(|c| t.comm == *c))
+        .map(|t| (t.pid, t.tid))
+        .collect();
+    p.meta.markers.retain(|m| match &m.kind {
+        kprof_symbols::profile::MarkerKind::Mark(k) => {
+            args.pid.is_none_or(|pid| k.pid == pid || k.tid == pid)
+                && (args.comm.is_none() || named.contains(&(k.pid, k.tid)))
+        }
+        _ => true,
+    });
+    for w in &p.warnings {
+        crate::term::warning(w);
+    }
+    if render::marks::listed(&p).is_empty() {
+        let has_marks = p
+            .meta
+            .markers
+            .iter()
+            .any(|m| matches!(m.kind, kprof_symbols::profile::MarkerKind::Mark(_)));
+        if !has_marks {
+            anyhow::bail!(
+                "{}: the capture has no marks (record them with `--markers`, or a tracepoint with `-e SUBSYS:EVENT`)",
+                args.capture.display()
+            );
+        }
+    }
+    let mut out = output(args)?;
+    match args.format {
+        Format::Text => render::text::write_markers(&p, &mut out)?,
+        Format::Json => render::json::write_markers(&p, &mut out)?,
+        other => anyhow::bail!(
+            "--markers lists marks as text or json; --format {} shows them on its own timeline without --markers",
+            format!("{other:?}").to_lowercase()
+        ),
+    }
+    out.flush().context("writing the report")?;
+    Ok(())
+}
+
 /// `report --off-cpu`: the blocked time of a capture with context switches, in any format.
 fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
     let Some(p) = kprof_symbols::off_cpu::off_cpu(l.profile) else {
@@ -487,7 +562,7 @@ fn run_off_cpu(args: &ReportArgs, l: Loaded) -> anyhow::Result<()> {
         );
     }
     let filter = filter_of(args);
-    let p = match args.time {
+    let p = match args.window {
         Some(t) => views::into_time_window(p, t.start, t.end),
         None => p,
     };

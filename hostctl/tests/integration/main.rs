@@ -31,6 +31,7 @@ mod report_escape;
 mod report_events;
 mod report_files;
 mod report_hostile;
+mod report_marks;
 mod report_no_buildid;
 mod report_off_cpu;
 mod report_perf;

@@ -134,7 +134,7 @@ fn within_10_percent(got: u64, want: u64, what: &str) {
 fn report_off_cpu_json_nanosleep_known_function() {
     let b = sleeping();
     let v = off_cpu_json(b);
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], 3);
     assert_eq!(v["view"], "off-cpu");
     let (total, s, d) = blocked_of(&v, "sleep_in_known_function");
     within_10_percent(total, b.measured_ns, "sleep_in_known_function");

@@ -128,7 +128,7 @@ fn report_perfdata_hot_loop_source_line() {
     assert_eq!(got, hot, "{f}");
     assert!(f["source"]["line"].as_u64().unwrap() < hot);
     assert_eq!(v["schema"], "kprof-report");
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], 3);
 }
 
 /// `--callees main` lists the four loops by weight, `--callers hot_loop` has main (gcc -O1

@@ -15,6 +15,9 @@ use super::header::{
 /// the record, and linux-perf-data sizes a buffer to it before reading them.
 const RECORD_AUXTRACE: u32 = 71;
 
+/// `PERF_RECORD_HEADER_TRACING_DATA`: the tracepoint formats, in pipe mode, followed by more
+/// bytes than its header's size says.
+const RECORD_HEADER_TRACING_DATA: u32 = 66;
 /// `PERF_RECORD_HEADER_FEATURE`: a feature section, in pipe mode.
 const RECORD_HEADER_FEATURE: u32 = 80;
 
@@ -48,6 +51,13 @@ pub(super) fn walk_records(
         if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
             // Shorter than its own header or body: the reader reports these itself.
             return Ok(None);
+        }
+        if pipe && ty == RECORD_HEADER_TRACING_DATA {
+            // Its payload follows outside the record's size, which the record reader does
+            // not know: every record after it would be misread.
+            return Ok(Some(format!(
+                "tracepoint formats in pipe mode (PERF_RECORD_HEADER_TRACING_DATA at offset {at}) are not read: record tracepoints to a file (perf record -o FILE), not to a pipe"
+            )));
         }
         if pipe && at + size > end {
             return Ok(Some(format!(

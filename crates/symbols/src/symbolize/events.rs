@@ -27,6 +27,8 @@ fn event_name(attr: &linux_perf_data::AttributeDescription, i: usize, capture: &
             .replace("cpuclock", "cpu-clock")
             .replace("taskclock", "task-clock"),
         PerfEventType::Hardware(h, _) => format!("{h:?}").to_lowercase(),
+        // perf names it by its format: read_header does when the file has one.
+        PerfEventType::Tracepoint(id) => format!("tracepoint:{id}"),
         other => format!("{other:?}"),
     }
 }
@@ -75,29 +77,62 @@ impl State<'_> {
             self.fixed_periods.push(fixed);
             self.throttles.push(0);
         }
+        let tracing = self.tracing_data(perf_file);
         use linux_perf_data::linux_perf_event_reader::PerfEventType;
-        let switch = attrs.iter().enumerate().position(|(i, a)| {
-            matches!(a.attr.type_, PerfEventType::Tracepoint(_))
-                && self.profile.events[i].name == super::off_cpu::SWITCH_EVENT
-        });
-        if let Some(e) = switch {
-            let data = perf_file.feature_section_data(linux_perf_data::Feature::TRACING_DATA);
-            self.off_cpu_event(e, data);
+        for (i, a) in attrs.iter().enumerate() {
+            let PerfEventType::Tracepoint(id) = a.attr.type_ else {
+                continue;
+            };
+            // A file without event names (no EVENT_DESC) names it as perf does, by its format.
+            let unnamed = self.profile.events[i].name == format!("tracepoint:{id}");
+            if let Some(f) = tracing
+                .as_ref()
+                .and_then(|t| t.format_by_id(id))
+                .filter(|_| unnamed)
+            {
+                self.profile.events[i].name = f.event_name();
+            }
+            if self.profile.events[i].name == super::off_cpu::SWITCH_EVENT
+                && self.switches.event.is_none()
+            {
+                self.off_cpu_event(i, tracing.as_ref());
+            } else {
+                self.mark_event(i, id, tracing.as_ref());
+            }
         }
         Ok(())
     }
 
-    /// Drops the events without samples that perf adds for side-band records only, and
-    /// gives the samples, stacks and off-CPU events the new indices.
+    /// The capture's HEADER_TRACING_DATA, when it has one; a warning when it is unreadable.
+    fn tracing_data(
+        &mut self,
+        perf_file: &linux_perf_data::PerfFile,
+    ) -> Option<crate::tracing_data::TracingData> {
+        let data = perf_file.feature_section_data(linux_perf_data::Feature::TRACING_DATA)?;
+        crate::tracing_data::parse(data)
+            .map_err(|e| {
+                self.profile.warnings.push(format!(
+                    "perf.data's tracing data (the formats of its tracepoints) is unreadable: {e}"
+                ))
+            })
+            .ok()
+    }
+
+    /// Drops the events that are not sampling events: the ones without samples that perf
+    /// adds for side-band records only, and the mark events (their samples are marks on the
+    /// timeline); gives the samples, stacks and off-CPU events the new indices.
     pub(super) fn drop_dummy_events(&mut self) {
         // perf adds a `dummy` event to system-wide recordings for side-band records only.
-        let keep: Vec<usize> = (0..self.profile.events.len())
-            .filter(|i| {
-                let e = &self.profile.events[*i];
-                !(e.total_samples == 0 && e.name.starts_with("dummy"))
-            })
+        let dummy = |e: &Event| e.total_samples == 0 && e.name.starts_with("dummy");
+        let sampling = |i: &usize| !self.marks.is_mark(*i);
+        let mut keep: Vec<usize> = (0..self.profile.events.len())
+            .filter(|i| sampling(i) && !dummy(&self.profile.events[*i]))
             .collect();
-        if keep.len() < self.profile.events.len() && !keep.is_empty() {
+        // A capture of dummy events only keeps them: it shows as one without samples.
+        if keep.is_empty() {
+            keep = (0..self.profile.events.len()).filter(sampling).collect();
+        }
+        if keep.len() < self.profile.events.len() {
             self.profile.events = keep
                 .iter()
                 .map(|i| self.profile.events[*i].clone())
@@ -133,7 +168,7 @@ impl State<'_> {
             let recorded = manifest.and_then(|m| m.events.get(i));
             // perf's side-band `dummy` event never samples, by design.
             // Off-CPU events count blocked spans, not samples: a capture may have no D at all.
-            if e.name.starts_with("off-cpu:") {
+            if e.name.starts_with("off-cpu:") || self.marks.is_mark(i) {
                 continue;
             }
             if e.total_samples == 0 && !e.name.starts_with("dummy") {

@@ -22,13 +22,15 @@
 //! - [`address_space`]: a sampled address to its image and frames, kernel or user;
 //! - [`call_paths`]: kernel callchain + unwound user frames, marked ends, aarch64 LR callers;
 //! - [`timeline`]: capture start, the samples' times and the markers;
-//! - [`off_cpu`]: context switches paired into blocked spans.
+//! - [`off_cpu`]: context switches paired into blocked spans;
+//! - [`marks`]: other tracepoint samples (`trace_marker` lines, `-e SUBSYS:EVENT`) as marks.
 
 mod address_space;
 mod call_paths;
 mod events;
 mod images;
 mod kernel_space;
+mod marks;
 mod off_cpu;
 mod prefetch;
 mod records;
@@ -235,6 +237,8 @@ struct State<'a> {
     throttles: Vec<u64>,
     clock: timeline::Clock,
     switches: off_cpu::Switches,
+    /// Tracepoint events that make marks, not samples.
+    marks: marks::Marks,
 }
 
 impl<'a> State<'a> {
@@ -270,6 +274,7 @@ impl<'a> State<'a> {
             throttles: Vec::new(),
             clock: timeline::Clock::new(workload_pid),
             switches: off_cpu::Switches::default(),
+            marks: marks::Marks::default(),
         }
     }
 }

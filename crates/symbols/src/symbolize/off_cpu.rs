@@ -4,6 +4,7 @@
 
 use super::State;
 use crate::profile::{Event, OffCpu, Sample};
+use crate::tracing_data::TracingData;
 use std::collections::HashMap;
 
 /// The tracepoint as perf and the agent name it.
@@ -33,33 +34,10 @@ impl Layout {
         next_pid: (56, 4),
     };
 
-    /// The layout from the `format` text of sched_switch inside perf.data's
-    /// HEADER_TRACING_DATA (`field:pid_t prev_pid;\toffset:24;\tsize:4;...`).
-    pub(super) fn from_tracing_data(data: &[u8]) -> Option<Layout> {
-        let text = String::from_utf8_lossy(data);
-        let at = text.find("name: sched_switch\n")?;
-        let format = &text[at..];
-        let format = &format[..format.find("print fmt").unwrap_or(format.len())];
-        let field = |want: &str| -> Option<(usize, usize)> {
-            format.lines().find_map(|l| {
-                let mut parts = l.trim().split(';').map(str::trim);
-                let decl = parts.next()?.strip_prefix("field:")?;
-                let name = decl.rsplit(' ').next()?.split('[').next()?;
-                if name != want {
-                    return None;
-                }
-                let mut off = None;
-                let mut size = None;
-                for p in parts {
-                    if let Some(v) = p.strip_prefix("offset:") {
-                        off = v.parse().ok();
-                    } else if let Some(v) = p.strip_prefix("size:") {
-                        size = v.parse().ok();
-                    }
-                }
-                Some((off?, size?))
-            })
-        };
+    /// The layout from sched_switch's format in perf.data's HEADER_TRACING_DATA.
+    pub(super) fn from_tracing_data(td: &TracingData) -> Option<Layout> {
+        let format = td.format("sched", "sched_switch")?;
+        let field = |name: &str| format.field(name).map(|f| (f.offset, f.size));
         Some(Layout {
             prev_pid: field("prev_pid")?,
             prev_state: field("prev_state")?,
@@ -107,7 +85,7 @@ pub(super) struct Switches {
 impl State<'_> {
     /// Makes event `e`, the switch tracepoint, the sleeping off-CPU event and adds the
     /// uninterruptible one; `tracing_data` gives the field layout.
-    pub(super) fn off_cpu_event(&mut self, e: usize, tracing_data: Option<&[u8]>) {
+    pub(super) fn off_cpu_event(&mut self, e: usize, tracing_data: Option<&TracingData>) {
         let layout = tracing_data.and_then(Layout::from_tracing_data);
         if layout.is_none() {
             self.profile.warnings.push(format!(
@@ -319,7 +297,7 @@ mod tests {
     /// The field layout is read from a 6.1 x86_64 sched_switch format as tracefs prints it.
     #[test]
     fn layout_tracing_data_format_fields() {
-        let fmt = "\x17\x08Dtracing0.6\0...name: sched_switch\nID: 316\nformat:\n\
+        let fmt = "name: sched_switch\nID: 316\nformat:\n\
             \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
             \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
             \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
@@ -328,16 +306,14 @@ mod tests {
             \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
             \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
             \nprint fmt: \"prev_comm=%s\"\n";
-        assert_eq!(
-            Layout::from_tracing_data(fmt.as_bytes()),
-            Some(Layout::DEFAULT_64)
-        );
+        let layout = |fmt: &str| {
+            let bytes = crate::tracing_data::tests::tracing_data(&[], "sched", &[fmt]);
+            Layout::from_tracing_data(&crate::tracing_data::parse(&bytes).unwrap())
+        };
+        assert_eq!(layout(fmt), Some(Layout::DEFAULT_64));
         let fmt32 = fmt.replace("offset:32;\tsize:8", "offset:32;\tsize:4");
-        assert_eq!(
-            Layout::from_tracing_data(fmt32.as_bytes()).map(|l| l.prev_state),
-            Some((32, 4))
-        );
-        assert_eq!(Layout::from_tracing_data(b"name: sched_wakeup\n"), None);
+        assert_eq!(layout(&fmt32).map(|l| l.prev_state), Some((32, 4)));
+        assert_eq!(layout("name: sched_wakeup\n"), None);
     }
     fn switch(time: u64, prev: i32, state: u64, next: i32) -> Switch {
         Switch {

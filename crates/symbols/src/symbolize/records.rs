@@ -115,6 +115,11 @@ impl State<'_> {
         time: Option<u64>,
         stack_buf: &mut Vec<usize>,
     ) {
+        // A mark is no sample: no count, no period, no stack.
+        if self.marks.is_mark(e) {
+            self.on_mark(s, e, time);
+            return;
+        }
         // Without PERIOD in the samples, a fixed period is what each one stands for; with
         // neither (frequency mode) the weight is unknown and `period_known` says so.
         let period = s

@@ -67,6 +67,11 @@ impl Clock {
         self.markers.push((time, kind));
     }
 
+    /// A mark of the profiled system (a tracepoint sample) at `time`.
+    pub fn mark(&mut self, time: Option<u64>, kind: MarkerKind) {
+        self.markers.push((time, kind));
+    }
+
     /// A THROTTLE record, whose body has its time.
     pub fn throttled(&mut self, body_time: u64) {
         let t = self.saw(Some(body_time));
