@@ -22,11 +22,12 @@ fn board_run_markers_writer_spans_driver_tracepoint() {
 #[ignore = "needs the QEMU board (ci/board/up)"]
 fn board_run_unknown_tracepoint_named() {
     let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
-    let (ok, _, err) = outcome(
-        board
-            .on_board("run")
-            .args(["-e", "mychardrv:no_such_event", "--", "true"]),
-    );
+    let (ok, _, err) =
+        outcome(
+            board
+                .on_board("run")
+                .args(["-e", "mychardrv:no_such_event", "--", "true"]),
+        );
     assert!(!ok, "run with an unknown tracepoint succeeded:\n{err}");
     assert!(err.contains("mychardrv:no_such_event"), "{err}");
 }

@@ -529,10 +529,7 @@ pub fn check_markers(board: &Board) {
     assert_eq!(traversals.len(), 8000, "one mark per traversal");
     for t in &traversals {
         let field = |name: &str| -> Option<u64> {
-            t["fields"]
-                .as_array()?
-                .iter()
-                .find(|f| f["name"] == name)?["value"]
+            t["fields"].as_array()?.iter().find(|f| f["name"] == name)?["value"]
                 .as_str()?
                 .parse()
                 .ok()
@@ -562,13 +559,17 @@ pub fn check_markers(board: &Board) {
         .status()
         .unwrap();
     assert!(untar.success());
-    let (ok, script, err) = outcome(
-        Command::new("perf")
-            .current_dir(dir.path())
-            .args(["script", "-i", "perf.data"]),
-    );
+    let (ok, script, err) =
+        outcome(
+            Command::new("perf")
+                .current_dir(dir.path())
+                .args(["script", "-i", "perf.data"]),
+        );
     assert!(ok, "perf script: {err}");
-    assert!(script.contains("ftrace:print") && script.contains("B|"), "{err}");
+    assert!(
+        script.contains("ftrace:print") && script.contains("B|"),
+        "{err}"
+    );
     assert!(
         script.contains("mychardrv:cache_traverse") && script.contains("steps=256"),
         "{err}"
