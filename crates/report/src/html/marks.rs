@@ -147,12 +147,14 @@ impl<'p> Marks<'p> {
 }
 
 /// The index in [`Profile::threads`] of the thread `tid` of `pid` (-1 when it has none:
-/// a thread that marked but was never sampled has no command name there).
+/// a thread that marked but was never sampled has no command name there). The last entry
+/// of the tid: a thread that exec'd has one per command name, and the marks come from the
+/// program it became (`kprof-agent` forks the workload, which execs `mychardrv-writer`).
 fn profile_thread(profile: &Profile, pid: i32, tid: i32) -> i64 {
     profile
         .threads
         .iter()
-        .position(|t| t.tid == tid && (t.pid == pid || pid < 0))
+        .rposition(|t| t.tid == tid && (t.pid == pid || pid < 0))
         .map_or(-1, |i| i as i64)
 }
 
@@ -256,6 +258,23 @@ mod tests {
             .iter()
             .map(|s| (s.thread, s.name.clone(), s.begin, s.end, s.lane))
             .collect()
+    }
+
+    /// A thread that exec'd has a profile thread per command name; its marks row is the
+    /// last one's, the program that marked (the workload kprof-agent forked and exec'd).
+    #[test]
+    fn to_json_marks_thread_after_exec_is_last_comm() {
+        use kprof_symbols::profile::Thread;
+        let mut p = profile(vec![begin(10, 1, "batch 1")]);
+        for comm in ["kprof-agent", "mychardrv-write"] {
+            p.threads.push(Thread {
+                pid: 100,
+                tid: 1,
+                comm: comm.to_owned(),
+            });
+        }
+        let json = Marks::of(&p).to_json(&p);
+        assert_eq!(json["threads"], serde_json::json!([[100, 1, 1]]), "{json}");
     }
 
     /// Two threads running the same span name at once each close their own: an end pairs
