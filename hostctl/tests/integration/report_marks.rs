@@ -433,18 +433,16 @@ fn render_firefox_exec_marks_on_their_threads() {
     }
 }
 
-/// The phases program marking its phases through ftrace's `trace_marker` as
-/// `kprof/marker.h` does: `B|PID|phase_x` before a phase, `E|PID|phase_x` after it, and a
-/// plain `all done` line at the end.
-const TRACE_MARKER_PROGRAM: &str = r#"#include <fcntl.h>
-#include <stdio.h>
+/// The phases program marking its phases with `kprof/marker.h` (the repository's
+/// include/): `kprof_mark_begin("phase_x")` before a phase, `kprof_mark_end` after it, and a
+/// plain `kprof_mark("all done")` at the end.
+const TRACE_MARKER_PROGRAM: &str = r#"#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
+
+#include <kprof/marker.h>
 
 static volatile unsigned long sink;
-static int marker = -1;
 
 static double now(void) {
     struct timespec ts;
@@ -452,12 +450,10 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void mark(const char *kind, const char *name) {
-    char line[256];
-    int n = name ? snprintf(line, sizeof line, "%s|%d|%s\n", kind, (int)getpid(), name)
-                 : snprintf(line, sizeof line, "%s\n", kind);
-    if (write(marker, line, n) != n) {
-        perror("trace_marker");
+/* Marks must reach the capture: a mark that did nothing fails the program. */
+static void check(int written, const char *what) {
+    if (written) {
+        fprintf(stderr, "%s: not written to trace_marker\n", what);
         exit(2);
     }
 }
@@ -485,21 +481,16 @@ __attribute__((noinline)) void phase_c(double seconds) {
 
 int main(int argc, char **argv) {
     double seconds = atof(argv[1]);
-    marker = open("/sys/kernel/tracing/trace_marker", O_WRONLY);
-    if (marker < 0) {
-        perror("/sys/kernel/tracing/trace_marker");
-        return 2;
-    }
-    mark("B", "phase_a");
+    check(kprof_mark_begin("phase_a"), "begin phase_a");
     phase_a(seconds);
-    mark("E", "phase_a");
-    mark("B", "phase_b");
+    check(kprof_mark_end("phase_a"), "end phase_a");
+    check(kprof_mark_begin("phase_b"), "begin phase_b");
     phase_b(seconds);
-    mark("E", "phase_b");
-    mark("B", "phase_c");
+    check(kprof_mark_end("phase_b"), "end phase_b");
+    check(kprof_mark_begin("phase_c"), "begin phase_c");
     phase_c(seconds);
-    mark("E", "phase_c");
-    mark("all done", NULL);
+    check(kprof_mark_end("phase_c"), "end phase_c");
+    check(kprof_mark("all done"), "all done");
     return 0;
 }
 "#;
@@ -516,7 +507,14 @@ fn report_markers_trace_marker_phases_spans() {
         .unwrap();
     let d = dir.path();
     std::fs::write(d.join("tm.c"), TRACE_MARKER_PROGRAM).unwrap();
-    kprof_test_support::cc_in(d, &["-O2", "-g", "-fno-omit-frame-pointer"], "tm.c", "tm");
+    let include = concat!(env!("CARGO_MANIFEST_DIR"), "/../include");
+    let include = format!("-I{include}");
+    kprof_test_support::cc_in(
+        d,
+        &["-O2", "-g", "-fno-omit-frame-pointer", &include],
+        "tm.c",
+        "tm",
+    );
     let out = Command::new(crate::remote_support::agent_binary())
         .args(["record", "-e", "cpu-clock", "-g", "--markers", "-o"])
         .arg(d.join("captures"))
