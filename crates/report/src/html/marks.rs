@@ -3,11 +3,12 @@
 //!
 //! Marks are embedded as columns (packed integers as in html/pack.rs, and string tables), not
 //! as one JSON object each: 10,000 marks of a frame loop must not weigh megabytes. Begin/end
-//! marks are paired into spans here, per thread, so the page and the tests see one pairing.
+//! marks are paired by [`kprof_symbols::marks::spans`], the pairing `--time NAME` and the
+//! Firefox export use; the page only adds the lanes spans are drawn in.
 
 use std::collections::HashMap;
 
-use kprof_symbols::profile::{Mark, MarkerKind, Profile, SpanEdge};
+use kprof_symbols::profile::{Mark, MarkerKind, Profile};
 use serde_json::{json, Value};
 
 use super::pack::Packed;
@@ -50,20 +51,25 @@ pub struct Marks<'p> {
 impl<'p> Marks<'p> {
     /// The marks of `profile` (the first [`MAX_MARKS`] of them), paired.
     pub fn of(profile: &'p Profile) -> Marks<'p> {
-        let mut marks: Vec<(u64, &Mark)> = profile
+        // (time, mark, index in Meta::markers)
+        let mut listed: Vec<(u64, &Mark, usize)> = profile
             .meta
             .markers
             .iter()
-            .filter_map(|m| match &m.kind {
-                MarkerKind::Mark(mark) => Some((m.time, mark)),
+            .enumerate()
+            .filter_map(|(i, m)| match &m.kind {
+                MarkerKind::Mark(mark) => Some((m.time, mark, i)),
                 _ => None,
             })
             .collect();
         // Stable: marks of one time keep the order they were recorded in (a begin before
         // the end written right after it).
-        marks.sort_by_key(|m| m.0);
-        let dropped = marks.len().saturating_sub(MAX_MARKS);
-        marks.truncate(MAX_MARKS);
+        listed.sort_by_key(|m| m.0);
+        let dropped = listed.len().saturating_sub(MAX_MARKS);
+        listed.truncate(MAX_MARKS);
+        let listed_at: HashMap<usize, usize> =
+            listed.iter().enumerate().map(|(at, m)| (m.2, at)).collect();
+        let marks: Vec<(u64, &Mark)> = listed.iter().map(|&(t, m, _)| (t, m)).collect();
         let mut ids: HashMap<(i32, i32), usize> = HashMap::new();
         let mut threads = Vec::new();
         let thread_of = marks
@@ -75,7 +81,7 @@ impl<'p> Marks<'p> {
                 })
             })
             .collect::<Vec<_>>();
-        let spans = pair(&marks, &thread_of, threads.len());
+        let spans = laned(profile, &listed_at, &thread_of, threads.len());
         Marks {
             marks,
             dropped,
@@ -158,42 +164,37 @@ fn profile_thread(profile: &Profile, pid: i32, tid: i32) -> i64 {
         .map_or(-1, |i| i as i64)
 }
 
-/// Begin/end pairs per thread. An end closes the innermost open span of its name on its
-/// thread (atrace's `E|PID` without a name: the innermost open span); an end that closes
-/// nothing stays a plain mark, a begin never closed runs to the capture end.
-fn pair(marks: &[(u64, &Mark)], thread_of: &[usize], threads: usize) -> Vec<Span> {
-    let mut spans: Vec<Span> = Vec::new();
-    // Per thread: indices into `spans` of its open spans, innermost last.
-    let mut open: Vec<Vec<usize>> = vec![Vec::new(); threads];
-    for (i, (_, mark)) in marks.iter().enumerate() {
-        let thread = thread_of[i];
-        let stack = &mut open[thread];
-        match &mark.edge {
-            Some(SpanEdge::Begin(name)) => {
-                let lane = (0..)
-                    .find(|l| stack.iter().all(|&s| spans[s].lane != *l))
-                    .unwrap_or(0);
-                stack.push(spans.len());
-                spans.push(Span {
-                    thread,
-                    name: name.clone(),
-                    begin: i,
-                    end: None,
-                    lane,
-                });
-            }
-            Some(SpanEdge::End(name)) => {
-                let at = match name {
-                    Some(name) => stack.iter().rposition(|&s| spans[s].name == *name),
-                    None => stack.len().checked_sub(1),
-                };
-                if let Some(at) = at {
-                    let s = stack.remove(at);
-                    spans[s].end = Some(i);
-                }
-            }
-            None => {}
-        }
+/// The profile's spans whose begin mark is listed, with list indices and a lane each: the
+/// lowest lane free of the thread's spans still open at its begin (an end mark left out of
+/// the page leaves its span open to the capture end, as an unended one).
+fn laned(
+    profile: &Profile,
+    listed_at: &HashMap<usize, usize>,
+    thread_of: &[usize],
+    threads: usize,
+) -> Vec<Span> {
+    // Per thread: (lane, end index) of the spans drawn so far that may still be open.
+    let mut open: Vec<Vec<(u32, Option<usize>)>> = vec![Vec::new(); threads];
+    let mut spans = Vec::new();
+    for s in kprof_symbols::marks::spans(profile) {
+        let Some(&begin) = listed_at.get(&s.begin) else {
+            continue;
+        };
+        let end = s.end_marker.and_then(|e| listed_at.get(&e).copied());
+        let thread = thread_of[begin];
+        let lanes = &mut open[thread];
+        lanes.retain(|&(_, e)| e.is_none_or(|e| e > begin));
+        let lane = (0..)
+            .find(|l| lanes.iter().all(|&(used, _)| used != *l))
+            .unwrap_or(0);
+        lanes.push((lane, end));
+        spans.push(Span {
+            thread,
+            name: s.name,
+            begin,
+            end,
+            lane,
+        });
     }
     spans
 }
@@ -218,7 +219,7 @@ impl<'a> Strings<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kprof_symbols::profile::Marker;
+    use kprof_symbols::profile::{Marker, SpanEdge};
 
     fn mark(time: u64, tid: i32, text: &str, edge: Option<SpanEdge>) -> Marker {
         Marker {
