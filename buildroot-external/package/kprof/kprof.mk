@@ -5,7 +5,7 @@
 ################################################################################
 
 # A commit of the kprof repository; mychardrv.mk pins the same one.
-KPROF_VERSION = 6a4c37aa4026c6c3a99e146ee3bb831ba8604a06
+KPROF_VERSION = 0855489261d2104c324f2bbb93b102663a7f2240
 KPROF_SITE = https://github.com/kprof/kprof.git
 KPROF_SITE_METHOD = git
 # The agent is a member of the workspace at the top of the repository: the
@@ -89,5 +89,13 @@ define KPROF_EXPORT_SYMBOLS
 endef
 KPROF_TARGET_FINALIZE_HOOKS += KPROF_EXPORT_SYMBOLS
 endif
+
+# kprof/marker.h, for applications that mark their phases on kprof's timeline
+# (docs/markers.md).
+KPROF_INSTALL_STAGING = YES
+define KPROF_INSTALL_STAGING_CMDS
+	$(INSTALL) -D -m 0644 $(@D)/include/kprof/marker.h \
+		$(STAGING_DIR)/usr/include/kprof/marker.h
+endef
 
 $(eval $(cargo-package))

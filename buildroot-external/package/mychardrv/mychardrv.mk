@@ -5,7 +5,7 @@
 ################################################################################
 
 # The example module of the kprof repository, at the commit kprof.mk pins.
-MYCHARDRV_VERSION = 6a4c37aa4026c6c3a99e146ee3bb831ba8604a06
+MYCHARDRV_VERSION = 0855489261d2104c324f2bbb93b102663a7f2240
 MYCHARDRV_SITE = https://github.com/kprof/kprof.git
 MYCHARDRV_SITE_METHOD = git
 MYCHARDRV_MODULE_SUBDIRS = examples/mychardrv

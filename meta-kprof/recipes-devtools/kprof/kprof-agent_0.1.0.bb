@@ -15,7 +15,7 @@ SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffi
 # A user's bitbake fetches this commit, not the layer's checkout: its licence files and
 # Cargo.lock must match LIC_FILES_CHKSUM and kprof-agent-crates.inc (ci/checks/check-srcrev).
 # To bump: set it here and in mychardrv, then run ci/checks/gen-crates-inc on its Cargo.lock.
-SRCREV = "6a4c37aa4026c6c3a99e146ee3bb831ba8604a06"
+SRCREV = "0855489261d2104c324f2bbb93b102663a7f2240"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof"
@@ -38,3 +38,10 @@ BUILD_DIR = "${@['agent', 'debug'][d.getVar('DEBUG_BUILD') == '1']}"
 export CARGO_PROFILE_AGENT_STRIP = "none"
 
 # perf_event_open: the agent runs as root on the board; it has no runtime dependency beyond libc.
+
+# kprof/marker.h, for applications that mark their phases on kprof's timeline
+# (docs/markers.md): packaged in ${PN}-dev, so it reaches the SDK and the sysroot of recipes
+# that depend on kprof-agent.
+do_install:append() {
+    install -D -m 0644 ${S}/include/kprof/marker.h ${D}${includedir}/kprof/marker.h
+}

@@ -9,7 +9,7 @@ LIC_FILES_CHKSUM = "file://mychardrv.c;beginline=1;endline=1;md5=50d2ba0afecd20f
 
 SRC_URI = "git://github.com/kprof/kprof.git;protocol=https;branch=main;destsuffix=kprof"
 # Bumped together with kprof-agent's SRCREV (ci/checks/check-srcrev checks both).
-SRCREV = "6a4c37aa4026c6c3a99e146ee3bb831ba8604a06"
+SRCREV = "0855489261d2104c324f2bbb93b102663a7f2240"
 
 # whinlatter and later unpack into UNPACKDIR; scarthgap has none and unpacks into WORKDIR.
 S = "${@d.getVar('UNPACKDIR') or d.getVar('WORKDIR')}/kprof/examples/mychardrv"
