@@ -34,7 +34,7 @@
 #ifndef KPROF_MARKER_H
 #define KPROF_MARKER_H
 
-/* The kernel's own limit on one trace_marker write is 1 KiB (TRACE_BUF_SIZE). */
+/* Linux 6.1 keeps 1 KiB of one trace_marker write (later kernels 4 KiB): lines stay under it. */
 #define KPROF_MARK_MAX 1024
 
 #ifdef KPROF_MARKER_DISABLE
