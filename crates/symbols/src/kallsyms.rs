@@ -5,18 +5,26 @@ use std::collections::HashMap;
 /// Text symbols of a kallsyms snapshot, per owner (`""` = the kernel image, else a module).
 #[derive(Debug, Default, Clone)]
 pub struct Kallsyms {
-    /// Owner → symbols sorted by address.
-    owners: HashMap<String, Vec<(u64, String)>>,
+    /// Owner → symbols sorted by address: start and the name's place in `names`.
+    owners: HashMap<String, Vec<(u64, Name)>>,
+    /// Every symbol name, one after the other: a host's ~100k names as separate `String`s
+    /// cost twice the memory.
+    names: String,
     /// All text symbols sorted by address, with their owner index into `names`.
     all: Vec<(u64, u32)>,
     owner_names: Vec<String>,
 }
 
+/// Offset and length of a name in [`Kallsyms::names`].
+type Name = (u32, u32);
+
 impl Kallsyms {
     /// Parses the text of `/proc/kallsyms`; lines that do not parse are skipped.
-    /// Returns `None` when every address is zero (read with `kptr_restrict` in force).
+    /// Returns `None` when every address is zero (read with `kptr_restrict` in force), or
+    /// when the names pass 4 GiB.
     pub fn parse(text: &str) -> Option<Self> {
-        let mut owners: HashMap<String, Vec<(u64, String)>> = HashMap::new();
+        let mut owners: HashMap<String, Vec<(u64, Name)>> = HashMap::new();
+        let mut names = String::new();
         let mut any_nonzero = false;
         for line in text.lines() {
             let mut it = line.split_ascii_whitespace();
@@ -32,12 +40,19 @@ impl Kallsyms {
             any_nonzero |= addr != 0;
             let owner = it
                 .next()
-                .map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string())
+                .map(|m| m.trim_start_matches('[').trim_end_matches(']'))
                 .unwrap_or_default();
-            owners
-                .entry(owner)
-                .or_default()
-                .push((addr, name.to_string()));
+            let at = (
+                u32::try_from(names.len()).ok()?,
+                u32::try_from(name.len()).ok()?,
+            );
+            names.push_str(name);
+            match owners.get_mut(owner) {
+                Some(syms) => syms.push((addr, at)),
+                None => {
+                    owners.insert(owner.to_string(), vec![(addr, at)]);
+                }
+            }
         }
         if !any_nonzero {
             return None;
@@ -47,12 +62,17 @@ impl Kallsyms {
         let mut all = Vec::new();
         for (i, o) in owner_names.iter().enumerate() {
             let syms = owners.get_mut(o).expect("owner");
-            syms.sort();
+            // By address, then name: of the names of one address the last one is used.
+            syms.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| name_in(&names, a.1).cmp(name_in(&names, b.1)))
+            });
             all.extend(syms.iter().map(|(a, _)| (*a, i as u32)));
         }
         all.sort();
         Some(Self {
             owners,
+            names,
             all,
             owner_names,
         })
@@ -63,7 +83,7 @@ impl Kallsyms {
         self.owners
             .get("")?
             .iter()
-            .find(|(_, n)| n == name)
+            .find(|(_, n)| name_in(&self.names, *n) == name)
             .map(|(a, _)| *a)
     }
 
@@ -80,13 +100,19 @@ impl Kallsyms {
         let i = syms.partition_point(|(a, _)| *a <= addr);
         let (start, name) = syms.get(i.checked_sub(1)?)?;
         let size = syms.get(i).map(|(n, _)| n - start);
-        Some((name, *start, size))
+        Some((name_in(&self.names, *name), *start, size))
     }
 
     /// Whether a module has symbols in the snapshot.
     pub fn has_owner(&self, owner: &str) -> bool {
         self.owners.contains_key(owner)
     }
+}
+
+/// The text of `name` in `names` (empty if out of range, which parse never makes).
+fn name_in(names: &str, (off, len): Name) -> &str {
+    let (off, len) = (off as usize, len as usize);
+    names.get(off..off + len).unwrap_or("")
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub fn options(symbol_paths: Vec<PathBuf>) -> kprof_symbols::Options {
         }),
         source_prefix: Vec::new(),
         providers: Vec::new(),
+        skip_sample_records: false,
     }
 }
 

@@ -123,7 +123,16 @@ pub fn load_on_cpu(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Profi
 
 /// Symbolizes a capture, with progress bars on a terminal.
 pub fn load(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result<Loaded> {
-    let opts = symbols.options()?;
+    load_with(capture, symbols, true)
+}
+
+/// [`load`], keeping each sample's record (`Profile::samples`) only when `sample_records`:
+/// without them memory follows the distinct stacks, not the sample count.
+fn load_with(capture: &Path, symbols: &SymbolArgs, sample_records: bool) -> anyhow::Result<Loaded> {
+    let opts = kprof_symbols::Options {
+        skip_sample_records: !sample_records,
+        ..symbols.options()?
+    };
     let prefixes = opts.source_prefix.clone();
     let bar = progress::bar(0, "", Counting::Percent);
     let mut on_progress = |p: kprof_symbols::Progress| match p {
@@ -278,7 +287,7 @@ pub fn annotate_all(l: &Loaded, filter: &Filter, name: &str) -> anyhow::Result<V
 }
 
 pub fn run(mut args: ReportArgs) -> anyhow::Result<()> {
-    let mut l = load(&args.capture, &args.symbols)?;
+    let mut l = load_with(&args.capture, &args.symbols, needs_sample_records(&args))?;
     args.window = args
         .time
         .as_ref()
@@ -329,6 +338,16 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<()> {
     }
     out.flush().context("writing the report")?;
     Ok(())
+}
+
+/// Whether the report shows anything per sample: a `--time` window, the marks listing (counts
+/// per window), the off-CPU pairing, or a timeline (HTML, Firefox). The other views are
+/// computed from the merged stacks alone.
+fn needs_sample_records(args: &ReportArgs) -> bool {
+    args.time.is_some()
+        || args.markers
+        || args.off_cpu
+        || matches!(args.format, Format::Html | Format::Firefox)
 }
 
 /// The switch-outs the HTML timeline draws on the thread tracks: those in the `--time`

@@ -73,6 +73,22 @@ fn report_time_text_json_halves_top_own_phase() {
     assert!(whole["window"].is_null());
 }
 
+/// The report without `--time` (merged stacks only, no per-sample records kept) counts
+/// the same functions and totals as a window over the whole capture, which is recomputed
+/// from every sample's record.
+#[test]
+fn report_time_json_whole_window_equals_lean_report() {
+    let lean = report_json(&[]);
+    let windowed = report_json(&["--time", "0.."]);
+    assert!(lean["functions"].as_array().is_some_and(|f| !f.is_empty()));
+    assert_eq!(lean["functions"], windowed["functions"]);
+    assert_eq!(lean["images"], windowed["images"]);
+    assert_eq!(
+        lean["events"][0]["samples"],
+        windowed["events"][0]["samples"]
+    );
+}
+
 /// A window [a, b) counts exactly the samples whose perf timestamp t has
 /// start + a <= t < start + b, as `perf script` prints them, per event total and per view.
 #[test]

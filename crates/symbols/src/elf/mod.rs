@@ -27,7 +27,7 @@ pub use placement::Placement;
 use placement::{relocate, section_addresses, SectionAddrs};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use symtab::{collect_symbols, has_symtab, SymbolTable};
+use symtab::{collect_symbols, has_symtab, Names, SymbolTable};
 
 /// Names the kernel's module_init()/module_exit() macros give the driver's own functions.
 const MODULE_ENTRY_ALIASES: &[&str] = &["init_module", "cleanup_module"];
@@ -117,7 +117,9 @@ impl SymbolFile {
             (Some(d), Some(m)) => Some(parse(m, d)?),
             _ => None,
         };
-        let symbols = symbols_of(&obj, &section_addr, debug_obj.as_ref(), placement);
+        let files = std::iter::once(&map).chain(&debug_map).cloned().collect();
+        let names = Names::new(files);
+        let symbols = symbols_of(&obj, &section_addr, debug_obj.as_ref(), placement, names);
         let dwarf_obj = debug_obj.as_ref().unwrap_or(&obj);
         let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
         let dwarf_addr = section_addresses(dwarf_obj, placement);
@@ -336,26 +338,28 @@ fn arch_of(obj: &object::File<'_>) -> Arch {
 }
 
 /// The function symbols of `obj`: its own, or its split debug file's `debug_obj` when it is
-/// stripped, and its PLT entries.
+/// stripped, and its PLT entries. `names` maps `obj`'s file first, `debug_obj`'s second.
 fn symbols_of(
     obj: &object::File<'_>,
     section_addr: &SectionAddrs,
     debug_obj: Option<&object::File<'_>>,
     placement: Option<&Placement>,
+    mut names: Names,
 ) -> SymbolTable {
-    let mut symbols = collect_symbols(obj, section_addr);
+    let mut symbols = collect_symbols(obj, section_addr, &mut names, 0);
     if let Some(debug_obj) = debug_obj {
         // A stripped file keeps only .dynsym, a handful of exported names; the split
         // debug file's .symtab has them all, as perf also prefers it.
         if !has_symtab(obj) || symbols.is_empty() {
-            let full = collect_symbols(debug_obj, &section_addresses(debug_obj, placement));
+            let addrs = section_addresses(debug_obj, placement);
+            let full = collect_symbols(debug_obj, &addrs, &mut names, 1);
             if !full.is_empty() {
                 symbols = full;
             }
         }
     }
     if obj.kind() != object::ObjectKind::Relocatable {
-        symbols.extend(plt::plt_symbols(obj));
+        symbols.extend(plt::plt_symbols(obj, &mut names));
     }
-    SymbolTable::new(symbols)
+    SymbolTable::new(symbols, names)
 }

@@ -1,6 +1,6 @@
 //! Names of PLT entries (`NAME@plt`), as perf gives them.
 
-use super::symtab::Sym;
+use super::symtab::{Names, Sym};
 use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable};
 use std::collections::HashMap;
 
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 /// rather than `[unknown]`. An entry is matched to its `.rela.plt` relocation by the GOT slot
 /// its code loads (the relocations are not in entry order); entries are 16 bytes, in
 /// `.plt.sec` when the file has one (x86-64 with IBT), else in `.plt` after its header.
-pub(super) fn plt_symbols(obj: &object::File<'_>) -> Vec<Sym> {
+pub(super) fn plt_symbols(obj: &object::File<'_>, names: &mut Names) -> Vec<Sym> {
     let arch = obj.architecture();
     let header = match arch {
         object::Architecture::X86_64 => 16,
@@ -57,13 +57,8 @@ pub(super) fn plt_symbols(obj: &object::File<'_>) -> Vec<Sym> {
             _ => aarch64_plt_slot(&code[off..off + 16], addr),
         };
         if let Some(name) = slot.and_then(|s| by_slot.get(&s)) {
-            out.push(Sym {
-                start: addr,
-                size: 16,
-                name: format!("{name}@plt"),
-                weak: false,
-                global: true,
-            });
+            let name = format!("{name}@plt");
+            out.extend(Sym::new(addr, 16, names.own(&name), &name, (false, true)));
         }
         off += 16;
     }

@@ -4,19 +4,109 @@
 use super::placement::SectionAddrs;
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Symbols kept by name whatever else is at their address.
 const ANCHORS: &[&str] = &["_text", "_stext"];
+
+/// [`Name::src`] of a name the table holds itself.
+const OWN: u8 = u8::MAX;
+
+/// Where a symbol's name is: a string table of one of the mapped files, or the table's own
+/// text. Names are read in place: copied, the string tables of `libLLVM` or
+/// `librustc_driver` cost tens of MB.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Name {
+    src: u8,
+    off: u32,
+    len: u32,
+}
+
+/// The text of the names: the mapped files, and the names no file holds (PLT entries).
+#[derive(Debug, Default)]
+pub(super) struct Names {
+    files: Vec<Rc<memmap2::Mmap>>,
+    own: String,
+}
+
+impl Names {
+    /// Names in `files` (indexed by the `src` given to [`Names::add`]).
+    pub(super) fn new(files: Vec<Rc<memmap2::Mmap>>) -> Self {
+        Self {
+            files,
+            own: String::new(),
+        }
+    }
+
+    /// `name`, read from file `src`: a reference when it lies in that file, else a copy.
+    /// `None` only past 4 GiB of copied names.
+    pub(super) fn add(&mut self, src: u8, name: &str) -> Option<Name> {
+        if let Some(file) = self.files.get(usize::from(src)) {
+            let off = (name.as_ptr() as usize).checked_sub(file.as_ptr() as usize);
+            if let Some(off) = off.filter(|o| o + name.len() <= file.len()) {
+                if let (Ok(off), Ok(len)) = (u32::try_from(off), u32::try_from(name.len())) {
+                    return Some(Name { src, off, len });
+                }
+            }
+        }
+        self.own(name)
+    }
+
+    /// A copy of `name`, for a name no file holds.
+    pub(super) fn own(&mut self, name: &str) -> Option<Name> {
+        let off = u32::try_from(self.own.len()).ok()?;
+        let len = u32::try_from(name.len()).ok()?;
+        self.own.push_str(name);
+        Some(Name { src: OWN, off, len })
+    }
+
+    fn bytes(&self, n: Name) -> &[u8] {
+        let all: &[u8] = match n.src {
+            OWN => self.own.as_bytes(),
+            i => self.files.get(usize::from(i)).map_or(&[], |f| &f[..]),
+        };
+        let at = n.off as usize;
+        all.get(at..at + n.len as usize).unwrap_or(&[])
+    }
+
+    /// The text of `n`; empty if the file no longer holds UTF-8 there.
+    fn get(&self, n: Name) -> &str {
+        std::str::from_utf8(self.bytes(n)).unwrap_or("")
+    }
+}
 
 /// A function symbol as collected, before one name per address is chosen.
 #[derive(Debug, Clone)]
 pub(super) struct Sym {
     pub(super) start: u64,
     pub(super) size: u64,
-    pub(super) name: String,
+    pub(super) name: Name,
     /// ELF binding STB_WEAK / STB_GLOBAL: which alias of an address names it.
     pub(super) weak: bool,
     pub(super) global: bool,
+    /// Leading underscores of the name, for perf's choice among aliases.
+    pub(super) underscores: u8,
+}
+
+impl Sym {
+    /// A symbol named `name` (in `names`), `None` when the name could not be stored.
+    pub(super) fn new(
+        start: u64,
+        size: u64,
+        name: Option<Name>,
+        text: &str,
+        (weak, global): (bool, bool),
+    ) -> Option<Self> {
+        let underscores = text.bytes().take_while(|b| *b == b'_').count();
+        Some(Self {
+            start,
+            size,
+            name: name?,
+            weak,
+            global,
+            underscores: u8::try_from(underscores).unwrap_or(u8::MAX),
+        })
+    }
 }
 
 /// The function symbols of a file by address, one per address, with the names a lookup by
@@ -25,25 +115,29 @@ pub(super) struct Sym {
 pub(super) struct SymbolTable {
     /// Sorted by start, one per address.
     syms: Vec<Sym>,
+    names: Names,
     /// Address of each of [`ANCHORS`] the file has.
     anchors: HashMap<String, u64>,
     /// Every name of an address that has several (`init_module` and `mymod_init`).
-    aliases: HashMap<u64, Vec<String>>,
+    aliases: HashMap<u64, Vec<Name>>,
 }
 
 impl SymbolTable {
-    /// The table of `syms` as collected, in any order and with aliases.
-    pub(super) fn new(mut syms: Vec<Sym>) -> Self {
+    /// The table of `syms` as collected (names in `names`), in any order and with aliases.
+    pub(super) fn new(mut syms: Vec<Sym>, names: Names) -> Self {
         // Aliases such as `_text` may be merged away below; KASLR needs them by name.
         let anchors = syms
             .iter()
-            .filter(|s| ANCHORS.contains(&s.name.as_str()))
-            .map(|s| (s.name.clone(), s.start))
+            .map(|s| (names.get(s.name), s.start))
+            .filter(|(n, _)| ANCHORS.contains(n))
+            .map(|(n, start)| (n.to_string(), start))
             .collect();
+        sort_by_choice(&mut syms);
         let aliases = aliases_of(&syms);
         finish_symbols(&mut syms);
         Self {
             syms,
+            names,
             anchors,
             aliases,
         }
@@ -61,17 +155,23 @@ impl SymbolTable {
 
     /// Address of a symbol by name (an anchor, else the first kept symbol of that name).
     pub(super) fn address_of(&self, name: &str) -> Option<u64> {
-        self.anchors
-            .get(name)
-            .copied()
-            .or_else(|| self.syms.iter().find(|s| s.name == name).map(|s| s.start))
+        self.anchors.get(name).copied().or_else(|| {
+            self.syms
+                .iter()
+                .find(|s| self.names.bytes(s.name) == name.as_bytes())
+                .map(|s| s.start)
+        })
     }
 
     /// The symbol containing `addr`: `(name, start, size)`.
     pub(super) fn at(&self, addr: u64) -> Option<(&str, u64, u64)> {
         let i = self.syms.partition_point(|s| s.start <= addr);
         let s = self.syms.get(i.checked_sub(1)?)?;
-        (addr < s.start.saturating_add(s.size.max(1))).then_some((s.name.as_str(), s.start, s.size))
+        (addr < s.start.saturating_add(s.size.max(1))).then_some((
+            self.names.get(s.name),
+            s.start,
+            s.size,
+        ))
     }
 
     /// Start and size of each symbol, by address.
@@ -81,15 +181,23 @@ impl SymbolTable {
 
     /// Whether `name` is one of several names of the address `start`.
     pub(super) fn is_alias(&self, start: u64, name: &str) -> bool {
-        self.aliases
-            .get(&start)
-            .is_some_and(|names| names.iter().any(|n| n == name))
+        self.aliases.get(&start).is_some_and(|names| {
+            names
+                .iter()
+                .any(|n| self.names.bytes(*n) == name.as_bytes())
+        })
     }
 }
 
 /// The function symbols of `obj` in its executable sections (`.symtab`, else `.dynsym`), at
-/// the addresses `section_addr` places them (a relocatable file).
-pub(super) fn collect_symbols(obj: &object::File<'_>, section_addr: &SectionAddrs) -> Vec<Sym> {
+/// the addresses `section_addr` places them (a relocatable file); names from file `src` of
+/// `names`.
+pub(super) fn collect_symbols(
+    obj: &object::File<'_>,
+    section_addr: &SectionAddrs,
+    names: &mut Names,
+    src: u8,
+) -> Vec<Sym> {
     let mut syms = Vec::new();
     // By flag, not kind: in a split debug file `.text` is NOBITS but still executable.
     let text_sections: Vec<SectionIndex> = obj
@@ -99,7 +207,7 @@ pub(super) fn collect_symbols(obj: &object::File<'_>, section_addr: &SectionAddr
         })
         .map(|s| s.index())
         .collect();
-    let add = |syms: &mut Vec<Sym>, sym: object::Symbol<'_, '_>| {
+    let mut add = |syms: &mut Vec<Sym>, sym: object::Symbol<'_, '_>| {
         let Some(idx) = sym.section_index() else {
             return;
         };
@@ -128,13 +236,12 @@ pub(super) fn collect_symbols(obj: &object::File<'_>, section_addr: &SectionAddr
             object::SymbolFlags::Elf { st_info, .. } => st_info >> 4,
             _ => object::elf::STB_GLOBAL,
         };
-        syms.push(Sym {
-            start,
-            size: sym.size(),
-            name: name.to_string(),
-            weak: binding == object::elf::STB_WEAK,
-            global: binding == object::elf::STB_GLOBAL,
-        });
+        let flags = (
+            binding == object::elf::STB_WEAK,
+            binding == object::elf::STB_GLOBAL,
+        );
+        let at = names.add(src, name);
+        syms.extend(Sym::new(start, sym.size(), at, name, flags));
     };
     for s in obj.symbols() {
         add(&mut syms, s);
@@ -152,33 +259,37 @@ pub(super) fn has_symtab(obj: &object::File<'_>) -> bool {
     obj.symbols().next().is_some()
 }
 
-/// Every name of each address that has several.
-fn aliases_of(syms: &[Sym]) -> HashMap<u64, Vec<String>> {
-    let mut by_addr: HashMap<u64, Vec<String>> = HashMap::new();
-    for s in syms {
-        by_addr.entry(s.start).or_default().push(s.name.clone());
-    }
-    by_addr.retain(|_, v| v.len() > 1);
-    by_addr
-}
-
-/// Sorts by address, keeps one symbol per address and gives unsized ones the size up to the
-/// next.
-fn finish_symbols(syms: &mut Vec<Sym>) {
-    // Of the aliases at one address keep the one `perf report` names it by (perf's
-    // choose_best_symbol): sized, not weak, global, fewest leading underscores, longest name,
-    // then the first in the table — so that both tools agree (`memmove`, not `memcpy`).
+/// Sorts by address and, of the aliases at one address, puts first the one `perf report`
+/// names it by (perf's choose_best_symbol): sized, not weak, global, fewest leading
+/// underscores, longest name, then the first in the table — so that both tools agree
+/// (`memmove`, not `memcpy`).
+fn sort_by_choice(syms: &mut [Sym]) {
     syms.sort_by_key(|s| {
         (
             s.start,
             s.size == 0,
             s.weak,
             !s.global,
-            s.name.bytes().take_while(|b| *b == b'_').count(),
-            std::cmp::Reverse(s.name.len()),
+            s.underscores,
+            std::cmp::Reverse(s.name.len),
         )
     });
+}
+
+/// Every name of each address that has several, from symbols sorted by address.
+fn aliases_of(sorted: &[Sym]) -> HashMap<u64, Vec<Name>> {
+    sorted
+        .chunk_by(|a, b| a.start == b.start)
+        .filter(|run| run.len() > 1)
+        .map(|run| (run[0].start, run.iter().map(|s| s.name).collect()))
+        .collect()
+}
+
+/// Keeps the first symbol per address of the sorted `syms` and gives unsized ones the size
+/// up to the next.
+fn finish_symbols(syms: &mut Vec<Sym>) {
     syms.dedup_by_key(|s| s.start);
+    syms.shrink_to_fit();
     for i in 0..syms.len() {
         if syms[i].size == 0 {
             let next = syms.get(i + 1).map(|n| n.start);
@@ -191,14 +302,20 @@ fn finish_symbols(syms: &mut Vec<Sym>) {
 mod tests {
     use super::*;
 
-    fn sym(start: u64, size: u64, name: &str, binding: u8) -> Sym {
-        Sym {
-            start,
-            size,
-            name: name.into(),
-            weak: binding == object::elf::STB_WEAK,
-            global: binding == object::elf::STB_GLOBAL,
-        }
+    /// A table of `(start, size, name, binding)` symbols, names held by the table.
+    fn table(syms: &[(u64, u64, &str, u8)]) -> SymbolTable {
+        let mut names = Names::default();
+        let syms = syms
+            .iter()
+            .map(|(start, size, name, binding)| {
+                let flags = (
+                    *binding == object::elf::STB_WEAK,
+                    *binding == object::elf::STB_GLOBAL,
+                );
+                Sym::new(*start, *size, names.own(name), name, flags).unwrap()
+            })
+            .collect();
+        SymbolTable::new(syms, names)
     }
 
     /// Of the aliases at one address the table keeps perf's choice (sized, not weak, global,
@@ -206,13 +323,13 @@ mod tests {
     #[test]
     fn symbol_table_aliases_perf_choice() {
         use object::elf::{STB_GLOBAL, STB_LOCAL, STB_WEAK};
-        let t = SymbolTable::new(vec![
-            sym(0x100, 0x10, "memcpy", STB_WEAK),
-            sym(0x100, 0x10, "__memmove", STB_GLOBAL),
-            sym(0x100, 0x10, "memmove", STB_GLOBAL),
-            sym(0x100, 0, "memmove_longer_unsized", STB_GLOBAL),
-            sym(0x200, 0x8, "helper", STB_LOCAL),
-            sym(0x200, 0x8, "_text", STB_GLOBAL),
+        let t = table(&[
+            (0x100, 0x10, "memcpy", STB_WEAK),
+            (0x100, 0x10, "__memmove", STB_GLOBAL),
+            (0x100, 0x10, "memmove", STB_GLOBAL),
+            (0x100, 0, "memmove_longer_unsized", STB_GLOBAL),
+            (0x200, 0x8, "helper", STB_LOCAL),
+            (0x200, 0x8, "_text", STB_GLOBAL),
         ]);
         assert_eq!(t.at(0x105), Some(("memmove", 0x100, 0x10)));
         assert_eq!(t.at(0x200).map(|s| s.0), Some("_text"));
@@ -225,9 +342,9 @@ mod tests {
     /// An unsized symbol reaches to the next one; the last one covers one byte.
     #[test]
     fn symbol_table_unsized_to_next() {
-        let t = SymbolTable::new(vec![
-            sym(0x300, 0, "last", object::elf::STB_GLOBAL),
-            sym(0x100, 0, "first", object::elf::STB_GLOBAL),
+        let t = table(&[
+            (0x300, 0, "last", object::elf::STB_GLOBAL),
+            (0x100, 0, "first", object::elf::STB_GLOBAL),
         ]);
         assert_eq!(t.ranges().collect::<Vec<_>>(), [(0x100, 0x200), (0x300, 1)]);
         assert_eq!(t.at(0x2ff).map(|s| s.0), Some("first"));

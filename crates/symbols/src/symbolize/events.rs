@@ -676,6 +676,37 @@ mod tests {
         );
     }
 
+    /// With `skip_sample_records` no sample is kept, yet the merged stacks, the totals and
+    /// the untimed warning are those of the full profile.
+    #[test]
+    fn symbolize_perfdata_skip_sample_records_same_stacks() {
+        let ev = |config, period| Ev {
+            config,
+            period: Some(period),
+            with_period: true,
+            samples: at_two_ips(3, period),
+            throttles: 0,
+        };
+        let data = perf_data(&[ev(0, 1000), ev(1, 10)]);
+        let c = Capture::from_bytes(Path::new("t.data"), &data).unwrap();
+        let opts = Options {
+            skip_sample_records: true,
+            ..Options::default()
+        };
+        let lean = Symbolizer::new(opts, &mut |_| {})
+            .unwrap()
+            .symbolize(&c, &mut |_| {})
+            .unwrap();
+        let full = symbolize(&[ev(0, 1000), ev(1, 10)]);
+        assert!(lean.samples.is_empty() && full.samples.len() == 12);
+        assert_eq!(lean.stacks, full.stacks);
+        assert_eq!(lean.events, full.events);
+        assert_eq!(
+            lean.warnings, full.warnings,
+            "the untimed warning counts all 12"
+        );
+    }
+
     /// Records damaged before the first sample are an error naming the file, the damage
     /// and that no sample could be read, not an empty profile.
     #[test]

@@ -86,6 +86,11 @@ pub struct Options {
     /// Asked, in order, for the symbol files and sources none of the places above has
     /// (kprofctl's debuginfod client).
     pub providers: Vec<Arc<dyn SymbolProvider>>,
+    /// Keep only the merged stacks: [`Profile::samples`] stays empty, so memory follows the
+    /// distinct stacks and not the sample count, for callers that show no timeline, `--time`
+    /// window or per-sample export. Ignored for a capture with context switches, whose
+    /// off-CPU pairing needs the on-CPU sample times.
+    pub skip_sample_records: bool,
 }
 
 /// Facts about the kernel running on this host, gathered by the caller.
@@ -239,6 +244,8 @@ struct State<'a> {
     switches: off_cpu::Switches,
     /// Tracepoint events that make marks, not samples.
     marks: marks::Marks,
+    /// [`Options::skip_sample_records`].
+    skip_sample_records: bool,
 }
 
 impl<'a> State<'a> {
@@ -275,6 +282,7 @@ impl<'a> State<'a> {
             clock: timeline::Clock::new(workload_pid),
             switches: off_cpu::Switches::default(),
             marks: marks::Marks::default(),
+            skip_sample_records: opts.skip_sample_records,
         }
     }
 }

@@ -151,8 +151,10 @@ impl State<'_> {
         let stack = &mut self.profile.stacks[idx];
         stack.counts[e] += 1;
         stack.periods[e] = stack.periods[e].saturating_add(period);
-        if time.is_none() {
-            self.untimed_sample();
+        self.counted_sample(time.is_some());
+        // The switch event is known once the attributes are read, before any sample.
+        if self.skip_sample_records && self.switches.event.is_none() {
+            return;
         }
         self.profile.samples.push(Sample {
             time: time.unwrap_or(0),

@@ -17,6 +17,8 @@ pub(super) struct Clock {
     markers: Vec<(Option<u64>, MarkerKind)>,
     /// Samples without a timestamp (no PERF_SAMPLE_TIME).
     untimed: u64,
+    /// On-CPU samples counted, kept in `Profile::samples` or not.
+    counted: u64,
     /// The profiled command, from the manifest.
     workload_pid: Option<i32>,
 }
@@ -111,7 +113,7 @@ impl State<'_> {
             })
             .collect();
         meta.markers.sort_by_key(|m| m.time);
-        let n = self.profile.samples.len() as u64;
+        let n = clock.counted;
         if clock.untimed > 0 && n > 0 {
             let all = if clock.untimed == n {
                 "the samples carry no timestamps (recorded without PERF_SAMPLE_TIME)".to_string()
@@ -124,8 +126,11 @@ impl State<'_> {
         }
     }
 
-    /// Counts an untimed sample.
-    pub(super) fn untimed_sample(&mut self) {
-        self.clock.untimed += 1;
+    /// Counts an on-CPU sample, and whether it had a timestamp.
+    pub(super) fn counted_sample(&mut self, timed: bool) {
+        self.clock.counted += 1;
+        if !timed {
+            self.clock.untimed += 1;
+        }
     }
 }
