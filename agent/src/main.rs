@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use kprof_agent::cli::{self, Command};
 use kprof_agent::{info, record, store, Error};
 
+mod glibc_static;
+
 fn run() -> Result<ExitCode, Error> {
     let argv: Vec<String> = std::env::args().collect();
     match cli::parse(&argv[1..])? {
