@@ -14,6 +14,12 @@ fn run() -> Result<ExitCode, Error> {
         Command::Help => print_out(&format!("{}\n", cli::USAGE)),
         Command::Version => print_out(&format!("kprof-agent {}\n", kprof_agent::AGENT_VERSION)),
         Command::Record(o) => {
+            if let Some(note) = o
+                .compression
+                .and_then(kprof_agent::zstd_records::level_note)
+            {
+                eprintln!("kprof-agent: {note}");
+            }
             let sealed = record::run(&o, &argv)?;
             // The archive is complete; a closed stdout must not turn that into a failure.
             let _ = writeln!(std::io::stdout(), "{}", sealed.path.display());
