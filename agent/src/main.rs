@@ -6,12 +6,20 @@ use std::process::ExitCode;
 use kprof_agent::cli::{self, Command};
 use kprof_agent::{info, record, store, Error};
 
+mod glibc_static;
+
 fn run() -> Result<ExitCode, Error> {
     let argv: Vec<String> = std::env::args().collect();
     match cli::parse(&argv[1..])? {
         Command::Help => print_out(&format!("{}\n", cli::USAGE)),
         Command::Version => print_out(&format!("kprof-agent {}\n", kprof_agent::AGENT_VERSION)),
         Command::Record(o) => {
+            if let Some(note) = o
+                .compression
+                .and_then(kprof_agent::zstd_records::level_note)
+            {
+                eprintln!("kprof-agent: {note}");
+            }
             let sealed = record::run(&o, &argv)?;
             // The archive is complete; a closed stdout must not turn that into a failure.
             let _ = writeln!(std::io::stdout(), "{}", sealed.path.display());

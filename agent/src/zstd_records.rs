@@ -25,6 +25,29 @@ pub const BATCH_LIMIT: usize = 256 * 1024;
 /// zstd levels perf accepts for `-z`/`--compression-level`.
 pub const LEVELS: std::ops::RangeInclusive<i32> = 1..=22;
 
+/// The highest level whose zstd strategy this build has, when ci/build-agent left zstd's
+/// slower strategies out (`KPROF_ZSTD_MAX_STRATEGY_LEVEL` at build time; docs/agent.md,
+/// "Compression"); `None`: all of them.
+const MAX_STRATEGY_LEVEL: Option<&str> = option_env!("KPROF_ZSTD_MAX_STRATEGY_LEVEL");
+
+/// What the user should know about `level` in this build: above the highest level whose
+/// strategy was built in, zstd compresses with that level's strategy (it cascades down),
+/// with the asked level's window and table sizes.
+pub fn level_note(level: i32) -> Option<String> {
+    level_note_for(level, MAX_STRATEGY_LEVEL.and_then(|m| m.parse().ok()))
+}
+
+fn level_note_for(level: i32, max_strategy_level: Option<i32>) -> Option<String> {
+    let max = max_strategy_level?;
+    (level > max).then(|| {
+        format!(
+            "zstd level {level} compresses with level {max}'s strategy in this static agent \
+             (built without zstd's slower strategies to fit 1.5 MiB; docs/agent.md), at level \
+             {level}'s window and table sizes"
+        )
+    })
+}
+
 /// Turns batches of perf records into compressed records.
 pub struct Encoder {
     cctx: CCtx<'static>,
@@ -130,6 +153,18 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Levels above the build's last strategy get a note; the others, and full builds, none.
+    #[test]
+    fn level_note_zstd_without_slow_strategies() {
+        assert_eq!(level_note_for(4, Some(4)), None);
+        assert_eq!(level_note_for(19, None), None);
+        let n = level_note_for(19, Some(4)).unwrap();
+        assert!(
+            n.starts_with("zstd level 19 compresses with level 4's strategy"),
+            "{n}"
+        );
+    }
 
     /// Decodes every compressed record of `data` (a sequence of them) with one stream, as
     /// perf's reader does; each must decode to whole 8-byte-header records by itself.

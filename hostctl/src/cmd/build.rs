@@ -148,12 +148,6 @@ pub fn plan(backend: &Backend, image: Option<&str>, target: &str) -> anyhow::Res
             if image.is_some() {
                 bail!("--image needs a Yocto build directory or a Buildroot output directory; here only the agent can be built (cargo)");
             }
-            // Static so that it runs on any board libc; --target keeps crt-static away from
-            // build scripts and proc-macros, which cannot be static.
-            let rustflags = format!(
-                "{} -C target-feature=+crt-static",
-                std::env::var("RUSTFLAGS").unwrap_or_default()
-            );
             let target_dir = std::env::var_os("CARGO_TARGET_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| top.join("target"));
@@ -172,13 +166,40 @@ pub fn plan(backend: &Backend, image: Option<&str>, target: &str) -> anyhow::Res
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-                env: vec![("RUSTFLAGS".into(), rustflags.trim().to_string())],
+                env: static_agent_env(target),
                 cwd: top.clone(),
                 what: format!("kprof-agent for {target} (cargo)"),
                 result: Some(target_dir.join(target).join("agent").join("kprof-agent")),
             }
         }
     })
+}
+
+/// The environment of ci/build-agent's static agent build: static so that it runs on any
+/// board libc (--target keeps crt-static away from build scripts and proc-macros, which
+/// cannot be static), and its size options (issue 26; ci/build-agent's comments say why).
+fn static_agent_env(target: &str) -> Vec<(String, String)> {
+    let rustflags = format!(
+        "{} -C target-feature=+crt-static -C relocation-model=static \
+         -C link-arg=-Wl,--no-eh-frame-hdr",
+        std::env::var("RUSTFLAGS").unwrap_or_default()
+    );
+    let cflags_var = format!("CFLAGS_{}", target.replace('-', "_"));
+    let mut cflags = format!(
+        "{} -DDYNAMIC_BMI2=0 -DHUF_FORCE_DECOMPRESS_X1=1 \
+         -DZSTD_FORCE_DECOMPRESS_SEQUENCES_SHORT=1",
+        std::env::var(&cflags_var).unwrap_or_default()
+    );
+    for s in [
+        "DFAST", "GREEDY", "LAZY", "LAZY2", "BTLAZY2", "BTOPT", "BTULTRA",
+    ] {
+        cflags.push_str(&format!(" -DZSTD_EXCLUDE_{s}_BLOCK_COMPRESSOR"));
+    }
+    vec![
+        ("RUSTFLAGS".into(), rustflags.trim().to_string()),
+        (cflags_var, cflags.trim().to_string()),
+        ("KPROF_ZSTD_MAX_STRATEGY_LEVEL".into(), "2".into()),
+    ]
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
@@ -456,6 +477,13 @@ mod tests {
             .env
             .iter()
             .any(|(k, v)| k == "RUSTFLAGS" && v.contains("+crt-static")));
+        assert!(p
+            .env
+            .iter()
+            .any(|(k, v)| k == "RUSTFLAGS" && v.contains("-C relocation-model=static")));
+        assert!(p.env.iter().any(
+            |(k, v)| k == "CFLAGS_aarch64_unknown_linux_gnu" && v.contains("-DDYNAMIC_BMI2=0")
+        ));
         assert!(p
             .result
             .unwrap()
