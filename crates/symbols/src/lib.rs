@@ -38,6 +38,8 @@ pub mod provider;
 mod quiet_panic;
 pub mod sources;
 mod symbolize;
+#[cfg(test)]
+mod synthetic_perf_data;
 pub mod tracing_data;
 pub mod unwind;
 pub mod views;

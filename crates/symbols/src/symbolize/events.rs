@@ -241,6 +241,7 @@ fn coverage_cause(throttled: u64, fixed_period: bool, lost_samples: u64) -> Stri
 mod tests {
     use crate::capture::Capture;
     use crate::profile::{MarkerKind, Profile};
+    use crate::synthetic_perf_data::{attr, file, u64s, ATTR_SIZE};
     use crate::views::{self, Filter};
     use crate::{Options, Symbolizer};
     use std::path::Path;
@@ -249,7 +250,6 @@ mod tests {
     const SAMPLE_TID: u64 = 2;
     const SAMPLE_PERIOD: u64 = 256;
     const SAMPLE_IDENTIFIER: u64 = 1 << 16;
-    const ATTR_SIZE: usize = 128;
 
     /// A software event of a synthetic perf.data: its config, fixed period or frequency,
     /// whether samples carry PERIOD, and `(ip, period)` of each sample.
@@ -266,67 +266,31 @@ mod tests {
     /// PERF_SAMPLE_IDENTIFIER, all on pid/tid 7. The ids are in an EVENT_DESC feature
     /// section, where readers take them from (as perf and the agent write them).
     fn perf_data(evs: &[Ev]) -> Vec<u8> {
-        let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
-        let u32s = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
-        let attrs_off = 104;
         let mut attrs = Vec::new();
-        let mut desc = Vec::new();
         let mut data = Vec::new();
-        u32s(&mut desc, evs.len() as u32);
-        u32s(&mut desc, ATTR_SIZE as u32);
         for (i, e) in evs.iter().enumerate() {
             let id = i as u64 + 1;
             let sample_type = SAMPLE_IDENTIFIER
                 | SAMPLE_IP
                 | SAMPLE_TID
                 | if e.with_period { SAMPLE_PERIOD } else { 0 };
-            let mut a = vec![0u8; ATTR_SIZE];
-            a[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
-            a[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
-            a[8..16].copy_from_slice(&e.config.to_le_bytes());
-            a[16..24].copy_from_slice(&e.period.unwrap_or(1000).to_le_bytes());
-            a[24..32].copy_from_slice(&sample_type.to_le_bytes());
             let freq = if e.period.is_none() { 1u64 << 10 } else { 0 };
-            a[40..48].copy_from_slice(&(freq | 1 << 18).to_le_bytes()); // sample_id_all
-            attrs.extend_from_slice(&a);
-            u64s(&mut attrs, 0); // ids file section: unused, EVENT_DESC has them
-            u64s(&mut attrs, 0);
-            desc.extend_from_slice(&a);
-            u32s(&mut desc, 1);
-            u32s(&mut desc, 0); // no name
-            u64s(&mut desc, id);
+            // PERF_TYPE_SOFTWARE; sample_id_all
+            let a = attr(
+                1,
+                e.config,
+                e.period.unwrap_or(1000),
+                sample_type,
+                freq | 1 << 18,
+            );
+            attrs.push((a, id));
             event_records(e, id, &mut data);
         }
-        let data_off = attrs_off + attrs.len();
-        let desc_off = data_off + data.len() + 16;
-        let mut out = b"PERFILE2".to_vec();
-        let entry = ATTR_SIZE + 16;
-        for v in [
-            104,
-            entry,
-            attrs_off,
-            attrs.len(),
-            data_off,
-            data.len(),
-            0,
-            0,
-        ] {
-            u64s(&mut out, v as u64);
-        }
-        let mut features = [0u8; 32];
-        features[1] = 1 << 4; // HEADER_EVENT_DESC, bit 12
-        out.extend_from_slice(&features);
-        out.extend_from_slice(&attrs);
-        out.extend_from_slice(&data);
-        u64s(&mut out, desc_off as u64);
-        u64s(&mut out, desc.len() as u64);
-        out.extend_from_slice(&desc);
-        out
+        file(&attrs, &data)
     }
 
     /// The samples, then the PERF_RECORD_THROTTLE records, of event `e` with id `id`.
     fn event_records(e: &Ev, id: u64, data: &mut Vec<u8>) {
-        let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
         for (ip, period) in &e.samples {
             let mut body = Vec::new();
             u64s(&mut body, id);

@@ -120,36 +120,20 @@ mod tests {
     use super::*;
     use crate::capture::Capture;
     use crate::profile::Profile;
+    use crate::synthetic_perf_data::{attr, file, u64s};
     use crate::{Options, Symbolizer};
     use std::path::Path;
 
-    const ATTR_SIZE: usize = 128;
     /// IDENTIFIER | TID | TIME | CPU | RAW.
     const SAMPLE_TYPE: u64 = 1 << 16 | 1 << 1 | 1 << 2 | 1 << 7 | 1 << 10;
 
     /// A PERFILE2 without HEADER_TRACING_DATA: a cpu-clock event (id 1) and tracepoint 999
     /// (id 2), one cpu-clock sample, and a tracepoint sample per payload of `raws`.
     fn without_formats(raws: &[&[u8]]) -> Vec<u8> {
-        let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
-        let (mut attrs, mut desc, mut data) = (Vec::new(), Vec::new(), Vec::new());
-        desc.extend_from_slice(&2u32.to_le_bytes());
-        desc.extend_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
-        for (id, (ty, config)) in [(1u64, (1u32, 0u64)), (2, (2, 999))] {
-            let mut a = vec![0u8; ATTR_SIZE];
-            a[0..4].copy_from_slice(&ty.to_le_bytes());
-            a[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_le_bytes());
-            a[8..16].copy_from_slice(&config.to_le_bytes());
-            a[16..24].copy_from_slice(&1u64.to_le_bytes());
-            a[24..32].copy_from_slice(&SAMPLE_TYPE.to_le_bytes());
-            a[40..48].copy_from_slice(&(1u64 << 18).to_le_bytes()); // sample_id_all
-            attrs.extend_from_slice(&a);
-            u64s(&mut attrs, 0);
-            u64s(&mut attrs, 0);
-            desc.extend_from_slice(&a);
-            desc.extend_from_slice(&1u32.to_le_bytes());
-            desc.extend_from_slice(&0u32.to_le_bytes()); // no name
-            u64s(&mut desc, id);
-        }
+        let sample_id_all = 1u64 << 18;
+        let attrs = [(1u32, 0u64, 1u64), (2, 999, 2)]
+            .map(|(ty, config, id)| (attr(ty, config, 1, SAMPLE_TYPE, sample_id_all), id));
+        let mut data = Vec::new();
         let payloads = std::iter::once((1u64, &[][..])).chain(raws.iter().map(|r| (2, *r)));
         for (n, (id, raw)) in payloads.enumerate() {
             let mut body = Vec::new();
@@ -168,31 +152,7 @@ mod tests {
             data.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
             data.extend_from_slice(&body);
         }
-        let (attrs_off, data_off) = (104, 104 + attrs.len());
-        let mut out = b"PERFILE2".to_vec();
-        let desc_off = data_off + data.len() + 16;
-        let header = [
-            104,
-            ATTR_SIZE + 16,
-            attrs_off,
-            attrs.len(),
-            data_off,
-            data.len(),
-            0,
-            0,
-        ];
-        for v in header {
-            u64s(&mut out, v as u64);
-        }
-        let mut features = [0u8; 32];
-        features[1] = 1 << 4; // HEADER_EVENT_DESC, bit 12
-        out.extend_from_slice(&features);
-        out.extend_from_slice(&attrs);
-        out.extend_from_slice(&data);
-        u64s(&mut out, desc_off as u64);
-        u64s(&mut out, desc.len() as u64);
-        out.extend_from_slice(&desc);
-        out
+        file(&attrs, &data)
     }
 
     fn symbolize(bytes: &[u8]) -> Profile {
