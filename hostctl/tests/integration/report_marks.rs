@@ -11,14 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The program: `marks SECONDS START_A START_B START_C END` runs each phase for SECONDS,
-/// exec'ing (in a child it waits for) START_A before phase_a, ..., and END after phase_c.
-const PROGRAM: &str = r#"#include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/wait.h>
-
-static volatile unsigned long sink;
+/// The three phases both programs run, each with its own hot function, and the clock they
+/// time themselves with.
+const PHASES: &str = r#"static volatile unsigned long sink;
 
 static double now(void) {
     struct timespec ts;
@@ -46,7 +41,19 @@ __attribute__((noinline)) void phase_c(double seconds) {
         for (int i = 0; i < 10000; i++)
             sink -= i * 5;
 }
+"#;
 
+/// The program: `marks SECONDS START_A START_B START_C END` runs each phase for SECONDS,
+/// exec'ing (in a child it waits for) START_A before phase_a, ..., and END after phase_c.
+const PROGRAM: [&str; 3] = [
+    r#"#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+"#,
+    PHASES,
+    r#"
 static void mark(const char *path) {
     pid_t pid = fork();
     if (pid == 0) {
@@ -67,7 +74,8 @@ int main(int argc, char **argv) {
     mark(argv[5]);
     return 0;
 }
-"#;
+"#,
+];
 
 /// The programs exec'd as phase boundaries, in order.
 const BOUNDARIES: [&str; 4] = ["start_a", "start_b", "start_c", "end"];
@@ -82,7 +90,7 @@ fn recorded() -> &'static Path {
             .tempdir()
             .unwrap();
         let d = dir.path();
-        std::fs::write(d.join("marks.c"), PROGRAM).unwrap();
+        std::fs::write(d.join("marks.c"), PROGRAM.concat()).unwrap();
         kprof_test_support::cc_in(
             d,
             &["-O2", "-g", "-fno-omit-frame-pointer"],
@@ -436,20 +444,16 @@ fn render_firefox_exec_marks_on_their_threads() {
 /// The phases program marking its phases with `kprof/marker.h` (the repository's
 /// include/): `kprof_mark_begin("phase_x")` before a phase, `kprof_mark_end` after it, and a
 /// plain `kprof_mark("all done")` at the end.
-const TRACE_MARKER_PROGRAM: &str = r#"#include <stdio.h>
+const TRACE_MARKER_PROGRAM: [&str; 3] = [
+    r#"#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include <kprof/marker.h>
 
-static volatile unsigned long sink;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
+"#,
+    PHASES,
+    r#"
 /* Marks must reach the capture: a mark that did nothing fails the program. */
 static void check(int written, const char *what) {
     if (written) {
@@ -458,26 +462,6 @@ static void check(int written, const char *what) {
     }
 }
 
-__attribute__((noinline)) void phase_a(double seconds) {
-    double end = now() + seconds;
-    while (now() < end)
-        for (int i = 0; i < 10000; i++)
-            sink += i * 3;
-}
-
-__attribute__((noinline)) void phase_b(double seconds) {
-    double end = now() + seconds;
-    while (now() < end)
-        for (int i = 0; i < 10000; i++)
-            sink ^= i * 7;
-}
-
-__attribute__((noinline)) void phase_c(double seconds) {
-    double end = now() + seconds;
-    while (now() < end)
-        for (int i = 0; i < 10000; i++)
-            sink -= i * 5;
-}
 
 int main(int argc, char **argv) {
     double seconds = atof(argv[1]);
@@ -493,7 +477,8 @@ int main(int argc, char **argv) {
     check(kprof_mark("all done"), "all done");
     return 0;
 }
-"#;
+"#,
+];
 
 /// `kprof-agent record --markers` of the trace_marker phases program: the seven lines are
 /// `ftrace:print` marks with their texts and span edges, `--time phase_x` (the span) and
@@ -506,7 +491,7 @@ fn report_markers_trace_marker_phases_spans() {
         .tempdir()
         .unwrap();
     let d = dir.path();
-    std::fs::write(d.join("tm.c"), TRACE_MARKER_PROGRAM).unwrap();
+    std::fs::write(d.join("tm.c"), TRACE_MARKER_PROGRAM.concat()).unwrap();
     let include = concat!(env!("CARGO_MANIFEST_DIR"), "/../include");
     let include = format!("-I{include}");
     kprof_test_support::cc_in(
