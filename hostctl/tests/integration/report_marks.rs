@@ -384,20 +384,7 @@ fn render_firefox_exec_marks_on_their_threads() {
     let v = report_json(&["--markers"]);
     let marks = exec_marks(&v);
     let d = recorded();
-    kprofctl_ok(
-        &[
-            "report",
-            "perf.data",
-            "--symbols",
-            ".",
-            "--format",
-            "firefox",
-            "-o",
-            "fx.json",
-        ],
-        d,
-    );
-    let fx: Value = serde_json::from_slice(&std::fs::read(d.join("fx.json")).unwrap()).unwrap();
+    let fx = firefox_export("perf.data", d);
     let mut found = Vec::new();
     for t in fx["threads"].as_array().unwrap() {
         let m = &t["markers"];
@@ -562,22 +549,25 @@ fn report_markers_trace_marker_phases_spans() {
     );
 }
 
+/// `report CAPTURE --format firefox` in `d`, parsed.
+fn firefox_export(capture: &str, d: &Path) -> Value {
+    let args = [
+        "report",
+        capture,
+        "--symbols",
+        ".",
+        "--format",
+        "firefox",
+        "-o",
+        "fx.json",
+    ];
+    kprofctl_ok(&args, d);
+    serde_json::from_slice(&std::fs::read(d.join("fx.json")).unwrap()).unwrap()
+}
+
 /// The names of the `kprof-mark` interval markers of `capture`'s Firefox export, in thread order.
 fn firefox_intervals(capture: &str, d: &Path) -> Vec<String> {
-    kprofctl_ok(
-        &[
-            "report",
-            capture,
-            "--symbols",
-            ".",
-            "--format",
-            "firefox",
-            "-o",
-            "fx.json",
-        ],
-        d,
-    );
-    let fx: Value = serde_json::from_slice(&std::fs::read(d.join("fx.json")).unwrap()).unwrap();
+    let fx = firefox_export(capture, d);
     let mut intervals = Vec::new();
     for t in fx["threads"].as_array().unwrap() {
         let m = &t["markers"];
