@@ -350,3 +350,85 @@ fn read_perfdata_valid_features_ok() {
         kprof_symbols::perf_data::header::check(&mut std::io::Cursor::new(&b), b.len() as u64);
     assert!(header.is_ok(), "{header:?}");
 }
+
+/// Sample count and warnings of `bytes` symbolized as a bare perf.data.
+fn symbolize_bytes(bytes: &[u8]) -> (u64, kprof_symbols::Profile) {
+    let mut f = tempfile::Builder::new().suffix(".data").tempfile().unwrap();
+    f.write_all(bytes).unwrap();
+    let (p, _) = common::symbolize(f.path(), &[]);
+    let n = p.stacks.iter().flat_map(|s| &s.counts).sum();
+    (n, p)
+}
+
+/// Garbage over the last samples of a file written in one sorting round (no FINISHED_ROUND,
+/// as perf writes when it woke up once): the samples before the garbage are all read, the
+/// profile says it is damaged, and the feature sections after the data are still read.
+#[test]
+fn symbolize_perfdata_garbage_at_end_keeps_samples_before() {
+    let mut cmdline = 1u32.to_le_bytes().to_vec();
+    cmdline.extend_from_slice(&8u32.to_le_bytes());
+    cmdline.extend_from_slice(b"./prog\0\0");
+    let mut b = with_feature(11, &cmdline);
+    let data_off = u64::from_le_bytes(b[40..48].try_into().unwrap()) as usize;
+    let data_len = u64::from_le_bytes(b[48..56].try_into().unwrap()) as usize;
+    // Each sample record is 80 bytes: the last 16 become garbage.
+    for (i, x) in b[data_off + data_len - 16 * 80..data_off + data_len]
+        .iter_mut()
+        .enumerate()
+    {
+        *x = (i as u8).wrapping_mul(151).wrapping_add(7);
+    }
+    let (n, p) = symbolize_bytes(&b);
+    assert_eq!(n, 48, "{:?}", p.warnings);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("record of unknown type")),
+        "{:?}",
+        p.warnings
+    );
+    assert_eq!(p.meta.command.as_deref(), Some("./prog"));
+}
+
+/// A record claiming to be shorter than its own header, in a file and in a pipe: the
+/// samples before it are read, the rest is damage.
+#[test]
+fn symbolize_perfdata_short_record_keeps_samples_before() {
+    for (what, mut b) in [
+        ("file", seed_perf()),
+        ("pipe", perfdata::write_pipe(&seed_samples())),
+    ] {
+        // The 41st sample's size field (the records are 80 bytes, the file's data last).
+        let at = b.len() - 24 * 80 + 6;
+        b[at..at + 2].copy_from_slice(&4u16.to_le_bytes());
+        let (n, p) = symbolize_bytes(&b);
+        assert_eq!(n, 40, "{what}: {:?}", p.warnings);
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("shorter than its header")),
+            "{what}: {:?}",
+            p.warnings
+        );
+    }
+}
+
+/// A `-z` file whose last compressed record does not decode: the records of the ones before
+/// are read.
+#[test]
+fn symbolize_perfdata_compressed_bad_last_record_keeps_earlier() {
+    let mut b = perfdata::write_compressed(&seed_samples(), &[0.5], false);
+    let n = b.len();
+    for x in &mut b[n - 40..n - 8] {
+        *x = 0xff;
+    }
+    let (n, p) = symbolize_bytes(&b);
+    assert!((20..=32).contains(&n), "{n} samples: {:?}", p.warnings);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("compressed record at offset")),
+        "{:?}",
+        p.warnings
+    );
+}

@@ -41,6 +41,8 @@ fn report_perfdata_absurd_size_fails_clearly() {
 }
 
 /// Garbage over the second half of the records: the samples before it are shown, flagged.
+/// perf woke up once for this recording, so all its records are one sorting round: the
+/// reader must not drop the good half with the damaged one.
 #[test]
 fn report_perfdata_corrupted_records_keeps_good_samples() {
     let mut b = perf_bytes();
@@ -53,13 +55,11 @@ fn report_perfdata_corrupted_records_keeps_good_samples() {
     let (_d, p) = tmp_copy("perf.data", &b);
     let out = report(&p);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    if out.status.success() {
-        assert!(err.contains("damaged"), "{err}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("hot_loop"));
-    } else {
-        assert!(err.contains("perf.data"), "{err}");
-    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("perf.data is damaged"), "{err}");
+    assert!(err.contains("samples read before it"), "{err}");
+    assert!(text.contains("hot_loop"), "{text}");
 }
 
 /// Not a capture at all: the first bytes are named.

@@ -5,6 +5,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
+pub use super::walk::Damage;
+
 /// `struct perf_file_header` is 104 bytes since perf 3.x.
 const HEADER_SIZE: u64 = 104;
 
@@ -32,9 +34,8 @@ pub struct Header {
     pub event_types: Section,
     /// Number of feature sections.
     pub features: u32,
-    /// Damage in the records that still leaves the records before it readable: a zstd
-    /// stream of `perf record -z` that ends inside a block or a record (a cut file).
-    pub damage: Option<String>,
+    /// Damage in the records that still leaves the records before it readable.
+    pub damage: Option<Damage>,
 }
 
 /// Reads and checks the header of a perf.data of `file_len` bytes, its compressed records
@@ -235,7 +236,7 @@ pub fn is_pipe(first: &[u8]) -> bool {
 /// Checks the records of a pipe-mode perf.data of `len` bytes as [`check`] does a file's
 /// data section. Returns the damage that leaves the records before it readable: in a
 /// stream, a last record cut short, which the reader takes for the end of the stream.
-pub fn check_pipe(r: &mut (impl Read + Seek), len: u64) -> Result<Option<String>, String> {
+pub fn check_pipe(r: &mut (impl Read + Seek), len: u64) -> Result<Option<Damage>, String> {
     check_pipe_limited(r, len, crate::limits::DEFAULT_MAX_INPUT_SIZE)
 }
 
@@ -245,7 +246,7 @@ pub fn check_pipe_limited(
     r: &mut (impl Read + Seek),
     len: u64,
     max_decompressed: u64,
-) -> Result<Option<String>, String> {
+) -> Result<Option<Damage>, String> {
     let mut first = [0u8; PIPE_HEADER_SIZE as usize];
     r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     r.read_exact(&mut first)

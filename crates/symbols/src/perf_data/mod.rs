@@ -2,10 +2,12 @@
 //! record is checked (`record_checks`) before `linux-perf-data` parses it, so that a damaged
 //! file ends as a damaged file, never as a crash or an abort of the report.
 
+mod bounded;
 pub mod header;
 mod record_checks;
 mod walk;
 
+use bounded::Bounded;
 use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
 use linux_perf_data::{
     CompressionInfo, DsoKey, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter,
@@ -51,7 +53,7 @@ pub(crate) struct Records<R: Read> {
     unreadable: bool,
 }
 
-impl<R: Read + Seek> Records<BufReader<R>> {
+impl<R: Read + Seek> Records<BufReader<Bounded<R>>> {
     /// Checks the header of a perf.data of `len` bytes and opens it, a file or a stream
     /// written in pipe mode (`perf record -o -`); its compressed records may decompress to
     /// `max_decompressed` bytes in all.
@@ -67,6 +69,18 @@ impl<R: Read + Seek> Records<BufReader<R>> {
         }
         let header = header::check_limited(&mut r, len, max_decompressed)?;
         r.rewind().map_err(|e| e.to_string())?;
+        let r = match &header.damage {
+            Some(d) if d.intact_end < header.data.offset + header.data.size => {
+                let data = bounded::DataSection {
+                    offset: header.data.offset,
+                    end: header.data.offset + header.data.size,
+                    features: header.features,
+                    big_endian: header.big_endian,
+                };
+                Bounded::file(r, &data, d.intact_end)
+            }
+            _ => Bounded::whole(r),
+        };
         let reader = BufReader::with_capacity(1 << 20, r);
         let PerfFileReader {
             perf_file,
@@ -75,7 +89,7 @@ impl<R: Read + Seek> Records<BufReader<R>> {
         let unknown = unknown_compression(&perf_file);
         Ok(Self {
             unreadable: unknown.is_some(),
-            damaged: unknown.or(header.damage),
+            damaged: unknown.or(header.damage.map(|d| d.why)),
             file: perf_file,
             iter: record_iter,
             total: header.data.size,
@@ -86,8 +100,12 @@ impl<R: Read + Seek> Records<BufReader<R>> {
     /// (HEADER_ATTR, HEADER_FEATURE) before the first event, build-ids as HEADER_BUILD_ID
     /// records among the events.
     fn open_pipe(mut r: R, len: u64, max_decompressed: u64) -> Result<Self, String> {
-        let damaged = header::check_pipe_limited(&mut r, len, max_decompressed)?;
+        let damage = header::check_pipe_limited(&mut r, len, max_decompressed)?;
         r.rewind().map_err(|e| e.to_string())?;
+        let r = match &damage {
+            Some(d) => Bounded::pipe(r, d.intact_end),
+            None => Bounded::whole(r),
+        };
         let reader = BufReader::with_capacity(1 << 20, r);
         // The attribute parser trusts the sizes inside a HEADER_ATTR record.
         let parsed = crate::quiet_panic::catch_quietly(|| PerfFileReader::parse_pipe(reader))
@@ -99,7 +117,7 @@ impl<R: Read + Seek> Records<BufReader<R>> {
         let unknown = unknown_compression(&perf_file);
         Ok(Self {
             unreadable: unknown.is_some(),
-            damaged: unknown.or(damaged),
+            damaged: unknown.or(damage.map(|d| d.why)),
             file: perf_file,
             iter: record_iter,
             total: len.saturating_sub(16),

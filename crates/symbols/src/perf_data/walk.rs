@@ -21,19 +21,31 @@ const RECORD_HEADER_TRACING_DATA: u32 = 66;
 /// `PERF_RECORD_HEADER_FEATURE`: a feature section, in pipe mode.
 const RECORD_HEADER_FEATURE: u32 = 80;
 
+/// Damage in the records that leaves the records before it readable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// What is wrong, and where.
+    pub why: String,
+    /// File offset of the first record not to be read: the reader is shown the records before
+    /// it only. The reader sorts records by time a round at a time and drops its round on an
+    /// error, so without this bound a damaged record would lose every good one before it up to
+    /// the last `FINISHED_ROUND` (all of them in a recording that woke up once).
+    pub intact_end: u64,
+}
+
 /// Walks the record headers of the data section (one sequential read) so that an AUXTRACE
 /// record claiming more trace data than the section holds is an error, not an abort, and
 /// follows the zstd stream of compressed records (see [`ZstdWalk`]). Returns the damage that
-/// leaves the records before it readable. In a `pipe`, HEADER_FEATURE records carry the
-/// feature sections, checked like a file's, and a record cut by the end of the stream is
-/// damage (in a file the reader reports it itself).
+/// leaves the records before it readable: a record shorter than its header, of a type no perf
+/// writes, running past the section, or a zstd stream that does not decode. In a `pipe`,
+/// HEADER_FEATURE records carry the feature sections, checked like a file's.
 pub(super) fn walk_records(
     r: &mut (impl Read + Seek),
     data: Section,
     big_endian: bool,
     pipe: bool,
     max_decompressed: u64,
-) -> Result<Option<String>, String> {
+) -> Result<Option<Damage>, String> {
     r.seek(SeekFrom::Start(data.offset))
         .map_err(|e| e.to_string())?;
     let mut r = BufReader::with_capacity(1 << 16, r);
@@ -44,25 +56,39 @@ pub(super) fn walk_records(
         left: max_decompressed,
         ..ZstdWalk::default()
     };
+    let stop = |why: String, at: u64| {
+        Ok(Some(Damage {
+            why,
+            intact_end: at,
+        }))
+    };
     while at + 8 <= end {
         r.read_exact(&mut h[..8]).map_err(|e| e.to_string())?;
         let ty = u32_at(&h, 0, big_endian).expect("4 bytes") as u32;
         let size = u64::from(u16_at(&h, 6, big_endian).expect("8 bytes read"));
+        if !super::record_checks::known_record_type(ty) {
+            return stop(format!("record of unknown type {ty} at offset {at}"), at);
+        }
         if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
-            // Shorter than its own header or body: the reader reports these itself.
-            return Ok(None);
+            return stop(
+                format!("record at offset {at} is shorter than its header ({size} bytes)"),
+                at,
+            );
         }
         if pipe && ty == RECORD_HEADER_TRACING_DATA {
             // Its payload follows outside the record's size, which the record reader does
             // not know: every record after it would be misread.
-            return Ok(Some(format!(
+            return stop(format!(
                 "tracepoint formats in pipe mode (PERF_RECORD_HEADER_TRACING_DATA at offset {at}) are not read: record tracepoints to a file (perf record -o FILE), not to a pipe"
-            )));
+            ), at);
         }
-        if pipe && at + size > end {
-            return Ok(Some(format!(
-                "the stream ends inside a record at offset {at} (cut)"
-            )));
+        if at + size > end {
+            let why = if pipe {
+                format!("the stream ends inside a record at offset {at} (cut)")
+            } else {
+                format!("record at offset {at} runs past the end of the data section")
+            };
+            return stop(why, at);
         }
         if pipe && ty == RECORD_HEADER_FEATURE {
             let mut body = vec![0; (size - 8) as usize];
@@ -73,14 +99,12 @@ pub(super) fn walk_records(
         }
         if ty == RECORD_COMPRESSED || ty == RECORD_COMPRESSED2 {
             let mut body = vec![0; (size - 8) as usize];
-            if r.read_exact(&mut body).is_err() {
-                return Ok(None);
-            }
+            r.read_exact(&mut body).map_err(|e| e.to_string())?;
             let record = (&body[..], ty == RECORD_COMPRESSED2, at);
-            if let Walked::Stop(damage) =
+            if let Walked::Stop(why) =
                 feed_compressed(&mut zstd, record, big_endian, max_decompressed)?
             {
-                return Ok(damage);
+                return stop(why, at);
             }
             at += size;
             continue;
@@ -104,21 +128,27 @@ pub(super) fn walk_records(
         r.seek_relative(skip as i64).map_err(|e| e.to_string())?;
         at += size;
     }
-    if pipe && at < end {
-        return Ok(Some(format!(
-            "the stream ends inside a record header at offset {at} (cut)"
-        )));
+    if at < end {
+        let why = if pipe {
+            format!("the stream ends inside a record header at offset {at} (cut)")
+        } else {
+            format!("the data section ends inside a record header at offset {at}")
+        };
+        return stop(why, at);
     }
-    Ok(zstd.end())
+    // The reader drops a cut stream's last partial record by itself.
+    Ok(zstd.end().map(|why| Damage {
+        why,
+        intact_end: end,
+    }))
 }
 
 /// What one record leaves of the walk.
 enum Walked {
     /// Go on with the next record.
     Next,
-    /// Stop: the records before are readable, with this damage (`None`: the reader
-    /// reports it itself).
-    Stop(Option<String>),
+    /// Stop: the records before are readable, with this damage.
+    Stop(String),
 }
 
 /// Checks a pipe-mode HEADER_FEATURE record's `body` at offset `at`.
@@ -154,17 +184,20 @@ fn feed_compressed(
         let len = u64_at(body, 0, big_endian).and_then(|l| usize::try_from(l).ok());
         match len.and_then(|l| body.get(8..8usize.checked_add(l)?)) {
             Some(p) => p,
-            // The reader reports a length past the record itself.
-            None => return Ok(Walked::Stop(None)),
+            None => {
+                return Ok(Walked::Stop(format!(
+                    "compressed record at offset {at} claims more data than it holds"
+                )))
+            }
         }
     } else {
         body
     };
     match zstd.feed(payload, big_endian) {
         Fed::Ok => Ok(Walked::Next),
-        Fed::Damaged(why) => Ok(Walked::Stop(Some(format!(
+        Fed::Damaged(why) => Ok(Walked::Stop(format!(
             "compressed record at offset {at}: {why}"
-        )))),
+        ))),
         // The reader would hold it all in memory before any check of ours.
         Fed::TooLarge => Err(format!(
             "compressed record at offset {at} expands past {} MiB (corrupted)",
