@@ -66,28 +66,7 @@ pub(super) fn walk_records(
         r.read_exact(&mut h[..8]).map_err(|e| e.to_string())?;
         let ty = u32_at(&h, 0, big_endian).expect("4 bytes") as u32;
         let size = u64::from(u16_at(&h, 6, big_endian).expect("8 bytes read"));
-        if !super::record_checks::known_record_type(ty) {
-            return stop(format!("record of unknown type {ty} at offset {at}"), at);
-        }
-        if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
-            return stop(
-                format!("record at offset {at} is shorter than its header ({size} bytes)"),
-                at,
-            );
-        }
-        if pipe && ty == RECORD_HEADER_TRACING_DATA {
-            // Its payload follows outside the record's size, which the record reader does
-            // not know: every record after it would be misread.
-            return stop(format!(
-                "tracepoint formats in pipe mode (PERF_RECORD_HEADER_TRACING_DATA at offset {at}) are not read: record tracepoints to a file (perf record -o FILE), not to a pipe"
-            ), at);
-        }
-        if at + size > end {
-            let why = if pipe {
-                format!("the stream ends inside a record at offset {at} (cut)")
-            } else {
-                format!("record at offset {at} runs past the end of the data section")
-            };
+        if let Some(why) = header_damage(ty, size, (at, end), pipe) {
             return stop(why, at);
         }
         if pipe && ty == RECORD_HEADER_FEATURE {
@@ -141,6 +120,34 @@ pub(super) fn walk_records(
         why,
         intact_end: end,
     }))
+}
+
+/// What is wrong with the header of a record of type `ty` and `size` bytes at `at` of a
+/// section (or `pipe` stream) ending at `end`, if anything.
+fn header_damage(ty: u32, size: u64, (at, end): (u64, u64), pipe: bool) -> Option<String> {
+    if !super::record_checks::known_record_type(ty) {
+        return Some(format!("record of unknown type {ty} at offset {at}"));
+    }
+    if size < 8 || (ty == RECORD_AUXTRACE && size < 16) {
+        return Some(format!(
+            "record at offset {at} is shorter than its header ({size} bytes)"
+        ));
+    }
+    if pipe && ty == RECORD_HEADER_TRACING_DATA {
+        // Its payload follows outside the record's size, which the record reader does
+        // not know: every record after it would be misread.
+        return Some(format!(
+            "tracepoint formats in pipe mode (PERF_RECORD_HEADER_TRACING_DATA at offset {at}) are not read: record tracepoints to a file (perf record -o FILE), not to a pipe"
+        ));
+    }
+    if at + size > end {
+        return Some(if pipe {
+            format!("the stream ends inside a record at offset {at} (cut)")
+        } else {
+            format!("record at offset {at} runs past the end of the data section")
+        });
+    }
+    None
 }
 
 /// What one record leaves of the walk.
