@@ -12,7 +12,7 @@ pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
                           [-z | --compression-level[=N] | --no-compress] [--off-cpu]
-                          [--markers] [--min-free SIZE] [-- CMD ARGS...]
+                          [--markers] [--min-free SIZE] [--nice N] [-- CMD ARGS...]
        kprof-agent info
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
@@ -44,6 +44,9 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
   --min-free SIZE   refuse to start with less free space in the capture dir (default 16M;
               K/M/G suffixes, 0: no check); a capture that fills the disk is stopped and
               sealed truncated (exit status 3)
+  --nice N    raise the agent's priority to nice N while it records (default: as
+              started); -19 (gatord's) keeps a fully loaded board from starving it of CPU when
+              it loses samples; CMD keeps the priority the agent was started with
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -148,6 +151,8 @@ pub struct RecordOpts {
     pub markers: bool,
     /// `--min-free`: bytes the capture dir must have free to start; 0 skips the check.
     pub min_free: u64,
+    /// `--nice N`: the agent's nice value while it records (`None`: as started).
+    pub nice: Option<i32>,
 }
 
 /// A parsed command line.
@@ -331,6 +336,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         off_cpu: false,
         markers: false,
         min_free: DEFAULT_MIN_FREE,
+        nice: None,
     };
     let mut mmap_pages = None;
     let mut all_cpus = false;
@@ -370,6 +376,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
             }
             "--no-compress" if att.is_none() => o.compression = None,
             "--min-free" => o.min_free = min_free(it.value(opt, att)?)?,
+            "--nice" => o.nice = Some(nice(opt, it.value(opt, att)?)?),
             _ => return Err(usage(format!("record: unknown option `{a}`"))),
         }
     }
@@ -458,12 +465,45 @@ fn min_free(v: &str) -> Result<u64, Error> {
     })
 }
 
+/// A nice value, -20 (highest priority) to 19.
+fn nice(opt: &str, v: &str) -> Result<i32, Error> {
+    v.parse::<i32>()
+        .ok()
+        .filter(|n| (-20..=19).contains(n))
+        .ok_or_else(|| {
+            usage(format!(
+                "option {opt}: `{v}` is not a nice value (-20 to 19)"
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    /// `--nice` takes -20 to 19, is unset by default (the agent keeps the priority it was
+    /// started with) and refuses anything else naming the option.
+    #[test]
+    fn parse_record_nice_values() {
+        let nice = |a: &str| match parse(&args(a)) {
+            Ok(Command::Record(o)) => Ok(o.nice),
+            Ok(c) => panic!("{c:?}"),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(nice("record -- true"), Ok(None));
+        assert_eq!(nice("record --nice -19 -- true"), Ok(Some(-19)));
+        assert_eq!(nice("record --nice=-20 -- true"), Ok(Some(-20)));
+        for bad in ["record --nice -21", "record --nice 20", "record --nice x"] {
+            let e = nice(bad).unwrap_err();
+            assert!(
+                e.contains("option --nice") && e.contains("not a nice value"),
+                "{e}"
+            );
+        }
     }
 
     /// `--min-free` takes bytes or K/M/G sizes (0 turns the check off) and refuses anything

@@ -131,3 +131,49 @@ fn record_perfdata_pid_and_cpu_scope() {
     assert_eq!(m.stop_reason, "duration");
     assert_eq!(m.events[0].ids.len(), 1);
 }
+
+/// The agent records at the priority it was started with (here nice 5) unless `--nice` raises
+/// it, and the command it profiles keeps the priority the agent was started with.
+#[test]
+fn record_priority_agent_raised_workload_kept() {
+    let dir = scratch("nice");
+    // The workload prints its parent's (the agent's) nice value, then its own.
+    let probe = "cut -d' ' -f19 /proc/$PPID/stat; cut -d' ' -f19 /proc/$$/stat";
+    for (options, agent_nice) in [(&[][..], "5"), (&["--nice", "-3"][..], "-3")] {
+        let mut args = vec!["-n", "5", AGENT, "record", "-e", "cpu-clock"];
+        args.extend_from_slice(options);
+        let caps = dir.join("caps");
+        args.extend(["-o", caps.to_str().unwrap(), "--", "sh", "-c", probe]);
+        let out = Command::new("nice").args(&args).output().unwrap();
+        archive_of(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines[..2], [agent_nice, "5"], "{stdout}");
+    }
+}
+
+/// Without CAP_SYS_NICE, `--nice -19` says the priority could not be raised, and records anyway.
+#[test]
+fn record_priority_no_cap_sys_nice_noticed() {
+    let dir = scratch("nice-nocap");
+    let caps = dir.join("caps");
+    let out = Command::new("setpriv")
+        .args([
+            "--bounding-set",
+            "-sys_nice",
+            "--inh-caps",
+            "-sys_nice",
+            AGENT,
+        ])
+        .args(["record", "-e", "cpu-clock", "--nice", "-19"])
+        .args(["-o", caps.to_str().unwrap()])
+        .args(["--", "true"])
+        .output()
+        .expect("setpriv (util-linux)");
+    archive_of(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot raise the agent's priority to nice -19"),
+        "{err}"
+    );
+}

@@ -10,6 +10,7 @@ mod kernel_state;
 mod markers;
 mod off_cpu;
 mod open_events;
+mod priority;
 mod seal;
 mod sequence;
 mod signals;
@@ -69,10 +70,7 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     let mut work = WorkDir::create(&o.out_dir, o.min_free)?;
     let (start_ns, id) = (work.created_ns, work.id.clone());
     work.reserve()?;
-    let mut workload = match &program {
-        Some(p) => Some(Workload::spawn(&o.command, p, signals.old_mask())?),
-        None => None,
-    };
+    let mut workload = fork_workload(o, program.as_deref(), &signals, &mut notices)?;
     let kernel = kernel_state::snapshot(&work, &mut notices)?;
     let perf_path = work.member(kprof_capture::PERF_DATA);
     let mut sink = Sink::create(&perf_path, &opened, o.compression)?;
@@ -130,6 +128,24 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         write_error,
     };
     seal::seal(sink, end, &mut work)
+}
+
+/// Forks the workload (held before exec), then raises the agent's priority (`--nice`): the
+/// workload keeps the priority the agent was started with.
+fn fork_workload(
+    o: &RecordOpts,
+    program: Option<&Path>,
+    signals: &Signals,
+    notices: &mut Vec<String>,
+) -> Result<Option<Workload>, Error> {
+    let workload = match program {
+        Some(p) => Some(Workload::spawn(&o.command, p, signals.old_mask())?),
+        None => None,
+    };
+    if let Some(Err(notice)) = o.nice.map(priority::raise) {
+        notices.push(notice);
+    }
+    Ok(workload)
 }
 
 /// With `--markers`: the `ftrace:print` event added to `opened` and ftrace's buffers opened,

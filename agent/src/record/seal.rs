@@ -420,7 +420,7 @@ fn report(events: &[EventRecord], command: Option<&Command>, sysctl: &BTreeMap<S
         }
         if e.lost > 0 {
             warn(format_args!(
-                "LOST {} samples of {}: the ring buffer overflowed (raise --mmap-pages, lower -F or drop -g)",
+                "LOST {} samples of {}: the ring buffer overflowed (raise --mmap-pages, lower -F, drop -g, or on a fully loaded board give the agent priority with --nice -19)",
                 e.lost, e.name
             ));
         }
