@@ -108,6 +108,11 @@ pub struct Writer {
     data_size: u64,
     /// `Some` when the records are written zstd-compressed.
     zstd: Option<Encoder>,
+    /// This round's records go in uncompressed although `zstd` is set (the agent is behind).
+    plain: bool,
+    /// Rounds and record bytes written uncompressed that way.
+    plain_rounds: u64,
+    plain_bytes: u64,
     /// Records handed to the writer, and their bytes before compression: what a cut after a
     /// write error compares with what reached the file.
     records_in: u64,
@@ -173,6 +178,9 @@ impl Writer {
             data_offset: pos,
             data_size: 0,
             zstd,
+            plain: false,
+            plain_rounds: 0,
+            plain_bytes: 0,
             records_in: 0,
             raw_in: 0,
         })
@@ -183,13 +191,40 @@ impl Writer {
         self.records_in += 1;
         self.raw_in += rec.len() as u64;
         match &mut self.zstd {
-            Some(z) => self.data_size += z.push(rec, &mut self.out)?,
-            None => {
+            Some(z) if !self.plain => self.data_size += z.push(rec, &mut self.out)?,
+            _ => {
                 self.out.write_all(rec)?;
                 self.data_size += rec.len() as u64;
+                if self.plain {
+                    self.plain_bytes += rec.len() as u64;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Writes the records that follow, up to the next one ending the round, uncompressed
+    /// (`plain`) or as the writer was created. perf reads plain records between compressed
+    /// ones, so a round can skip zstd when the agent is behind and its rings are filling:
+    /// a plain write costs a tenth of compressing. Records still in the zstd batch go out
+    /// first, so the file keeps the order the records came in.
+    pub fn plain_round(&mut self, plain: bool) -> io::Result<()> {
+        let Some(z) = &mut self.zstd else {
+            return Ok(());
+        };
+        if plain && !self.plain {
+            self.data_size += z.flush(&mut self.out)?;
+        }
+        if plain {
+            self.plain_rounds += 1;
+        }
+        self.plain = plain;
+        Ok(())
+    }
+
+    /// `(rounds, record bytes)` written uncompressed by [`Writer::plain_round`].
+    pub fn plain_totals(&self) -> (u64, u64) {
+        (self.plain_rounds, self.plain_bytes)
     }
 
     /// Ends a round with `rec` (a FINISHED_ROUND): the round's records are compressed and
@@ -517,5 +552,68 @@ mod tests {
             let k = ends.iter().rposition(|&e| e <= cut).unwrap();
             assert_eq!((len, n, bytes), (ends[k] as u64, k as u64, ends[k] as u64));
         }
+    }
+
+    /// The records of a data section in file order, compressed ones decoded as perf does
+    /// (one zstd stream across them).
+    fn decoded(data: &[u8]) -> Vec<Vec<u8>> {
+        let mut d = zstd_safe::DCtx::create();
+        let (mut out, mut pending, mut at) = (Vec::new(), Vec::new(), 0usize);
+        while at + 8 <= data.len() {
+            let size = usize::from(u16::from_ne_bytes([data[at + 6], data[at + 7]]));
+            let rec = &data[at..at + size];
+            if u32::from_ne_bytes(rec[..4].try_into().unwrap()) == zstd_records::RECORD_COMPRESSED {
+                let mut buf = vec![0u8; 1 << 20];
+                let mut input = zstd_safe::InBuffer::around(&rec[8..]);
+                let mut o = zstd_safe::OutBuffer::around(&mut buf[..]);
+                d.decompress_stream(&mut o, &mut input).unwrap();
+                let n = o.pos();
+                pending.extend_from_slice(&buf[..n]);
+                while pending.len() >= 8 {
+                    let s = usize::from(u16::from_ne_bytes([pending[6], pending[7]]));
+                    out.push(pending.drain(..s).collect());
+                }
+            } else {
+                out.push(rec.to_vec());
+            }
+            at += size;
+        }
+        out
+    }
+
+    /// A round written uncompressed after records still in the zstd batch, then compressed
+    /// rounds again: the file holds every record once, in the order they came.
+    #[test]
+    fn write_perfdata_plain_round_keeps_order() {
+        let path = std::env::temp_dir().join(format!("kprof-plain-{}", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut w = Writer::create(file, Vec::new(), Some(1)).unwrap();
+        let round_end = crate::perf_records::finished_round();
+        let mut want = Vec::new();
+        for (round, plain) in [(0, false), (1, true), (2, true), (3, false)] {
+            if round > 0 {
+                w.plain_round(plain).unwrap();
+            }
+            for i in 0..(5 + round * 3) {
+                let r = record(round * 100 + i);
+                w.write_record(&r).unwrap();
+                want.push(r);
+            }
+            if round != 0 {
+                w.end_round(&round_end).unwrap();
+                want.push(round_end.to_vec());
+            }
+        }
+        w.out.flush().unwrap();
+        assert_eq!(w.plain_totals().0, 2);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(decoded(&bytes[w.data_offset as usize..]), want);
     }
 }

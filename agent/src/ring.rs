@@ -81,6 +81,16 @@ impl Ring {
         unsafe { &*(self.base.add(DATA_TAIL) as *const AtomicU64) }
     }
 
+    /// Whether more than half of the ring holds records not yet drained: the consumer is
+    /// falling behind the kernel.
+    pub fn behind(&self) -> bool {
+        let used = self
+            .head()
+            .load(Ordering::Acquire)
+            .saturating_sub(self.tail().load(Ordering::Relaxed));
+        used > self.data_size as u64 / 2
+    }
+
     /// Hands every complete record to `f` (header included), releasing its space after each.
     /// Returns the number of bytes consumed.
     pub fn drain<E>(&mut self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<u64, E> {

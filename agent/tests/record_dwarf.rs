@@ -101,7 +101,8 @@ fn record_perfdata_dwarf_perf_unwinds_hot_leaf_callers() {
         "hot_leaf",
         &["hot_leaf", "middle", "outer", "main"],
     );
-    assert!(n >= 500, "too few hot_leaf samples: {n}");
+    // ~1000 in hot_leaf on an idle CPU (see the fp test), fewer when other work shares it.
+    assert!(n >= 200, "too few hot_leaf samples: {n}");
     assert!(
         share >= 0.95,
         "{:.1}% of {n} hot_leaf samples unwound to main; first: {:?}",
@@ -181,7 +182,8 @@ fn record_perfdata_fp_chain_truncated_without_frame_pointers() {
         "hot_leaf",
         &["hot_leaf", "middle", "outer", "main"],
     );
-    assert!(n >= 500, "too few hot_leaf samples: {n}");
+    // 2 s at 1 kHz: ~1000 in hot_leaf on an idle CPU, fewer when other work shares it.
+    assert!(n >= 200, "too few hot_leaf samples: {n}");
     assert!(
         share < 0.05,
         "{:.1}% of {n} fp hot_leaf samples reached main",

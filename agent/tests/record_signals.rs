@@ -149,3 +149,77 @@ fn record_manifest_overload_reports_lost() {
         "perf report did not warn about the loss: {report_err}"
     );
 }
+
+/// An agent stopped (SIGSTOP) while its small rings fill finds them more than half full when
+/// it runs again: it writes those rounds uncompressed, says so, and the perf.data it seals
+/// mixes compressed and plain records that Linux perf and linux-perf-data both read whole.
+#[test]
+fn record_perfdata_behind_rounds_uncompressed() {
+    let (dir, busy) = workload("behind", "busy");
+    let caps = dir.join("caps");
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut load: Vec<_> = (0..cpus)
+        .map(|_| Command::new(&busy).arg("1000000").spawn().unwrap())
+        .collect();
+    let mut child = Command::new(AGENT)
+        .args(["record", "-e", "cpu-clock", "-F", "4000", "-g", "-m", "8"])
+        .args(["--duration", "3", "-o", caps.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("recording") {
+        assert!(
+            err.read_line(&mut seen).unwrap() > 0,
+            "agent exited: {seen}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) }, 0);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGCONT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    for c in &mut load {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    err.read_to_string(&mut seen).unwrap();
+    assert!(out.status.success(), "{:?}: {seen}", out.status);
+    assert!(
+        seen.contains("written uncompressed: the agent was behind"),
+        "{seen}"
+    );
+    let unpacked = unpack(&archive_of(&out), &dir);
+    let m = manifest(&unpacked);
+    let samples: u64 = m.events.iter().map(|e| e.samples).sum();
+    let data = unpacked.join("perf.data");
+    let kinds = record_types(&data);
+    assert!(kinds.contains(&81), "no compressed record: {kinds:?}");
+    assert!(kinds.contains(&9), "no plain sample record: {kinds:?}");
+    assert_eq!(parse_perf_data(&data).samples.len() as u64, samples);
+    let (stats, _) = perf(&["report", "--stats", "-i", data.to_str().unwrap()]);
+    let perf_samples: u64 = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SAMPLE events:"))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no SAMPLE line in perf report --stats:\n{stats}"));
+    assert_eq!(perf_samples, samples, "{stats}");
+}
+
+/// The types of the records in perf.data's data section as they are in the file (compressed
+/// ones not opened).
+fn record_types(path: &std::path::Path) -> std::collections::BTreeSet<u32> {
+    let b = std::fs::read(path).unwrap();
+    let u64_at = |at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().unwrap());
+    let (mut at, end) = (u64_at(40) as usize, (u64_at(40) + u64_at(48)) as usize);
+    let mut kinds = std::collections::BTreeSet::new();
+    while at + 8 <= end {
+        kinds.insert(u32::from_ne_bytes(b[at..at + 4].try_into().unwrap()));
+        at += usize::from(u16::from_ne_bytes([b[at + 6], b[at + 7]])).max(8);
+    }
+    kinds
+}

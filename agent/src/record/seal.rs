@@ -81,6 +81,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         None => None,
         Some(we) => Some(cut_after_write_error(&mut w, we, work)?),
     };
+    report_plain(w.plain_totals());
     let (build_ids, skipped) = build_ids(&end.kernel, &files);
     let features = features(&end, build_ids);
     let perf_size = w.finish(&features).map_err(|e| match &end.write_error {
@@ -245,6 +246,17 @@ fn lost(work: &mut WorkDir, we: &WriteError, what: &str, e: io::Error) -> Error 
         work.out_dir.display(),
         we.error
     ))
+}
+
+/// Rounds written uncompressed because the agent was behind (`Writer::plain_round`).
+fn report_plain((rounds, bytes): (u64, u64)) {
+    if rounds > 0 {
+        warn(format_args!(
+            "{rounds} rounds of records ({}) written uncompressed: the agent was behind, with \
+             ring buffers more than half full",
+            crate::cli::human_bytes(bytes)
+        ));
+    }
 }
 
 /// Ring data dropped, mapped files skipped and marker lines lost, on stderr.

@@ -120,6 +120,11 @@ impl Sink {
         self.w.write_record(rec)
     }
 
+    /// Writes this round uncompressed (`plain`) or as the file was created.
+    pub(super) fn plain_round(&mut self, plain: bool) -> io::Result<()> {
+        self.w.plain_round(plain)
+    }
+
     /// Closes a round of draining with the record that says so (FINISHED_ROUND); with zstd,
     /// this is when the round's records reach the file.
     pub(super) fn end_round(&mut self, rec: &[u8]) -> io::Result<()> {
