@@ -28,6 +28,23 @@ impl Regs {
         Self { r, known: 0xffff }
     }
 
+    /// The registers of a perf sample: `get(n)` is sampled register n of arm's
+    /// `perf_regs.h` (`PERF_REG_ARM_R0`..`R10` = 0..10, FP = 11, IP = 12, SP = 13, LR = 14,
+    /// PC = 15), `None` when not sampled (unknown here). `None` without PC and SP.
+    pub fn from_perf(get: impl Fn(u64) -> Option<u64>) -> Option<Self> {
+        let mut regs = Self {
+            r: [0; 16],
+            known: 0,
+        };
+        for n in 0..16 {
+            // A 32-bit process's registers are zero-extended into perf's u64 values.
+            if let Some(v) = get(n as u64).and_then(|v| u32::try_from(v).ok()) {
+                regs.set(n, v);
+            }
+        }
+        (regs.get(PC).is_some() && regs.get(SP).is_some()).then_some(regs)
+    }
+
     /// The register, when known.
     pub fn get(&self, n: usize) -> Option<u32> {
         (n < 16 && self.known & (1 << n) != 0).then(|| self.r[n])
@@ -165,6 +182,20 @@ mod tests {
 
     fn stack(words: &[u32]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// perf's register numbers are r0-r15 in order; unsampled ones are unknown, and PC and
+    /// SP are required.
+    #[test]
+    fn regs_perf_arm_mapping() {
+        let regs = Regs::from_perf(|n| (n != 3).then_some(0x100 + n)).unwrap();
+        assert_eq!(
+            (regs.get(0), regs.get(13), regs.get(15)),
+            (Some(0x100), Some(0x10d), Some(0x10f))
+        );
+        assert_eq!(regs.get(3), None);
+        assert!(Regs::from_perf(|n| (n != 15).then_some(1)).is_none());
+        assert!(Regs::from_perf(|n| Some(1 << 32 | n)).is_none());
     }
 
     /// `vsp = r7; pop {r3}; pop {r4, r7, r14}`: the registers come from r7 upwards and pc is

@@ -128,7 +128,8 @@ impl ExidxTable {
 
     /// The EXIDX table of a 32-bit Arm ELF file from its bytes: the `.ARM.exidx` and
     /// `.ARM.extab` sections, or the `PT_ARM_EXIDX` segment of a file without sections.
-    /// `Ok(None)` when the file has no EXIDX (another architecture, or none emitted).
+    /// `Ok(None)` when the file has no EXIDX (another architecture, none emitted, or a split
+    /// debug file where it is NOBITS).
     pub fn from_elf(data: &[u8]) -> Result<Option<Self>, ExidxError> {
         let obj = object::File::parse(data).map_err(|e| ExidxError::Elf(e.to_string()))?;
         if obj.architecture() != object::Architecture::Arm || !obj.is_little_endian() {
@@ -140,7 +141,13 @@ impl ExidxTable {
             let addr = u32::try_from(sec.address()).ok()?;
             (!data.is_empty()).then(|| (addr, data.into_owned()))
         };
-        let exidx = section(".ARM.exidx").or_else(|| exidx_segment(data));
+        // A split debug file (`objcopy --only-keep-debug`) has `.ARM.exidx` as NOBITS and
+        // a PT_ARM_EXIDX header whose file bytes are not the table: the program header is
+        // only read in a file without that section.
+        let exidx = match obj.section_by_name(".ARM.exidx") {
+            Some(_) => section(".ARM.exidx"),
+            None => exidx_segment(data),
+        };
         let Some(exidx) = exidx else {
             return Ok(None);
         };
