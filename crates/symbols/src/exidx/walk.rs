@@ -57,7 +57,8 @@ impl Images for [MappedImage<'_>] {
 pub struct Frame {
     /// The sampled pc, or a return address, with the Thumb bit cleared.
     pub address: u32,
-    /// The code there is Thumb (bit 0 of the return address).
+    /// The code there is Thumb: bit 0 of the return address (of the sampled pc, which perf
+    /// records without it, so `false` there: the sampled frame's mode is not needed).
     pub thumb: bool,
 }
 
