@@ -204,3 +204,57 @@ pub fn tracing_data(bytes: &[u8]) {
         }
     }
 }
+
+/// The EHABI unwinder on arbitrary tables and stacks: a u16 length and that many bytes of
+/// `.ARM.exidx` (at 0x1000), a u16 length and that many bytes of `.ARM.extab` (at 0x2000),
+/// 64 bytes of registers r0-r15, then the copied stack. The image is mapped at 0..0x10000;
+/// every entry is also decoded.
+pub fn exidx(bytes: &[u8]) {
+    use crate::exidx::{
+        decode, unwind_stack, ExidxSections, ExidxTable, MappedImage, Place, Regs, StackCopy,
+    };
+    let mut rest = bytes;
+    let take16 = |rest: &mut &[u8]| -> Vec<u8> {
+        let Some((len, tail)) = rest.split_first_chunk::<2>() else {
+            return Vec::new();
+        };
+        let len = usize::from(u16::from_le_bytes(*len)).min(tail.len());
+        let (head, tail) = tail.split_at(len);
+        *rest = tail;
+        head.to_vec()
+    };
+    let exidx = take16(&mut rest);
+    let extab = take16(&mut rest);
+    let mut r = [0u32; 16];
+    for (i, w) in rest.chunks_exact(4).take(16).enumerate() {
+        r[i] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+    }
+    let stack = rest.get(64..).unwrap_or_default();
+    let Ok(table) = ExidxTable::new(ExidxSections {
+        exidx: (0x1000, exidx),
+        extab: Some((0x2000, extab)),
+        text_end: 0x1_0000,
+    }) else {
+        return;
+    };
+    for i in 0..table.len() {
+        if let Ok(e) = table.entry(i) {
+            for instr in decode(e.kind.ops()) {
+                let _ = instr.to_string();
+            }
+        }
+    }
+    let images = [MappedImage {
+        avma: 0..0x1_0000,
+        place: Place::Table {
+            table: &table,
+            bias: 0,
+        },
+    }];
+    let mem = StackCopy {
+        sp: r[13],
+        bytes: stack,
+    };
+    let out = unwind_stack(&Regs::sampled(r), &mem, &images[..]);
+    assert!(out.frames.len() <= crate::exidx::MAX_FRAMES);
+}

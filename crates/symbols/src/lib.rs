@@ -21,6 +21,7 @@ pub mod demangle;
 mod disasm;
 pub mod elf;
 mod error;
+pub mod exidx;
 #[doc(hidden)]
 pub mod fuzzing;
 #[doc(hidden)]
