@@ -480,6 +480,8 @@ mod tests {
         assert_eq!(a.sample_regs_user, 0xff0fff);
         #[cfg(target_arch = "aarch64")]
         assert_eq!(a.sample_regs_user, 0x1_ffff_ffff);
+        #[cfg(target_arch = "arm")]
+        assert_eq!(a.sample_regs_user, 0xffff);
 
         let fp = build_attr(
             &spec,
