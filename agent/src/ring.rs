@@ -31,7 +31,21 @@ impl Ring {
     /// Maps `1 + pages` pages of `fd`; `pages` must be a power of two.
     pub fn new(fd: OwnedFd, pages: usize) -> io::Result<Ring> {
         let page = crate::sys::page_size();
-        let map_len = (pages + 1) * page;
+        // On 32-bit, --mmap-pages' 2^20 pages of 4 KiB are already past the address space: a
+        // wrapped length would map a ring without data pages.
+        let map_len = pages
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(page))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "a ring buffer of {pages} pages of {page} bytes does not fit in this \
+                         {}-bit address space: lower --mmap-pages",
+                        usize::BITS
+                    ),
+                )
+            })?;
         // SAFETY: mapping a perf event fd with a length of 1+2^n pages is the documented use;
         // the kernel validates everything else and we check for MAP_FAILED.
         let base = unsafe {
@@ -52,7 +66,7 @@ impl Ring {
             base: base as *mut u8,
             map_len,
             page,
-            data_size: pages * page,
+            data_size: map_len - page,
             scratch: Vec::new(),
             dropped_batches: 0,
             dropped_bytes: 0,
@@ -173,6 +187,21 @@ mod tests {
             // SAFETY: `off` lies inside the data area, which we own mapped.
             unsafe { *r.base.add(r.page + off) = b };
         }
+    }
+
+    /// A ring larger than the address space is refused with the size and the option to
+    /// lower, instead of mapping a wrapped length.
+    #[test]
+    fn new_ring_past_address_space_refused() {
+        // SAFETY: memfd_create with a NUL-terminated name; the fd is checked and owned below.
+        let fd = unsafe { libc::memfd_create(c"kprof-ring-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create: {}", io::Error::last_os_error());
+        // SAFETY: a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let pages = 1usize << (usize::BITS - 12);
+        let e = Ring::new(fd, pages).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("lower --mmap-pages"), "{e}");
     }
 
     /// A record header whose size is below 8 drops the rest of the batch (the reader cannot
