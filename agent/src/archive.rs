@@ -105,22 +105,18 @@ const PUNCH_STEP: u64 = 256 << 10;
 
 impl Read for Consuming {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use std::os::fd::AsRawFd;
         let n = self.f.read(buf)?;
         self.read += n as u64;
         let upto = self.read & !4095;
         if upto >= self.punched + PUNCH_STEP {
-            // SAFETY: fallocate on a descriptor we own, over a range of its own file. A
-            // filesystem without hole punching only means the archive may not fit.
-            let r = unsafe {
-                libc::fallocate(
-                    self.f.as_raw_fd(),
-                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    self.punched as libc::off_t,
-                    (upto - self.punched) as libc::off_t,
-                )
-            };
-            if r == 0 {
+            // A filesystem without hole punching only means the archive may not fit.
+            let r = crate::lfs::fallocate(
+                &self.f,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                self.punched,
+                upto - self.punched,
+            );
+            if r.is_ok() {
                 self.punched = upto;
             }
         }

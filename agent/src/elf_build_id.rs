@@ -159,6 +159,12 @@ impl Ident {
     }
 }
 
+/// A note segment's or section's alignment as `in_notes` takes it: 8 means 8-byte padding,
+/// anything else 4. `as usize` on 32-bit would turn a corrupt 2^32 + 8 into 8.
+fn note_align(align: u64) -> usize {
+    usize::try_from(align).unwrap_or(0)
+}
+
 fn read_at<R: Read + Seek>(r: &mut R, off: u64, len: u64) -> Option<Vec<u8>> {
     if len > MAX_NOTE_BYTES {
         return None;
@@ -197,8 +203,8 @@ pub fn elf_build_id_from<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
             } else {
                 (id.u32(p, 4)?, id.u32(p, 16)?, id.u32(p, 28)?)
             };
-            if let Some(bid) =
-                read_at(r, off, filesz).and_then(|d| build_id_in_notes(&d, id.be, align as usize))
+            if let Some(bid) = read_at(r, off, filesz)
+                .and_then(|d| build_id_in_notes(&d, id.be, note_align(align)))
             {
                 return Some(bid);
             }
@@ -224,7 +230,7 @@ pub fn elf_build_id_from<R: Read + Seek>(r: &mut R) -> Option<Vec<u8>> {
             (id.u32(s, 16)?, id.u32(s, 20)?, id.u32(s, 32)?)
         };
         if let Some(bid) =
-            read_at(r, off, size).and_then(|d| build_id_in_notes(&d, id.be, align as usize))
+            read_at(r, off, size).and_then(|d| build_id_in_notes(&d, id.be, note_align(align)))
         {
             return Some(bid);
         }
@@ -321,6 +327,17 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A 64-bit ELF whose note alignment is 2^32 + 8 (corrupt) is read with 4-byte padding
+    /// as on a 64-bit host, also where usize is 32 bits (it would be cut to 8 there).
+    #[test]
+    fn parse_elf_build_id_huge_align_not_truncated() {
+        let bid: Vec<u8> = (1..=18).collect();
+        let mut elf = tiny_elf(true, false, &bid);
+        let p_align = 64 + 48;
+        elf[p_align..p_align + 8].copy_from_slice(&((1u64 << 32) | 8).to_le_bytes());
+        assert_eq!(elf_build_id_from(&mut Cursor::new(elf)), Some(bid));
     }
 
     /// Truncated and corrupted ELF images give `None` instead of panicking.

@@ -14,6 +14,7 @@ pub mod events;
 pub mod ftrace_ring;
 pub mod gzip;
 pub mod info;
+pub mod lfs;
 pub mod perf_data_writer;
 pub mod perf_records;
 pub mod procfs;

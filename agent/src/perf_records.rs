@@ -209,8 +209,11 @@ impl StackLayout {
             let Some(nr) = rd_u64(rec, off) else {
                 return false;
             };
-            off = match (nr as usize)
-                .checked_mul(8)
+            // try_from, not `as`: on 32-bit a corrupt count above 2^32 must not wrap to a
+            // small one that parses.
+            off = match usize::try_from(nr)
+                .ok()
+                .and_then(|n| n.checked_mul(8))
                 .and_then(|n| n.checked_add(off + 8))
             {
                 Some(o) => o,
@@ -224,14 +227,14 @@ impl StackLayout {
                 None => return false,
             }
         }
-        let Some(size) = rd_u64(rec, off).map(|s| s as usize) else {
+        let Some(size) = rd_u64(rec, off).and_then(|s| usize::try_from(s).ok()) else {
             return false;
         };
         let data = off + 8;
         let Some(dyn_at) = data.checked_add(size) else {
             return false;
         };
-        let Some(dyn_size) = rd_u64(rec, dyn_at).map(|d| d as usize) else {
+        let Some(dyn_size) = rd_u64(rec, dyn_at).and_then(|d| usize::try_from(d).ok()) else {
             return false;
         };
         let keep = dyn_size.div_ceil(8) * 8;
@@ -342,6 +345,15 @@ mod tests {
         assert!(!layout.trim(&full[..60], &mut out));
         assert_eq!(StackLayout::new(st & !SAMPLE_STACK_USER, 0), None);
         assert_eq!(StackLayout::new(st | 1 << 3, 0b111), None); // ADDR precedes it
+
+        // Counts whose low 32 bits are those of the good record (what a 32-bit `as usize`
+        // would keep) do not parse: the record is left alone.
+        let mut bad_nr = full.clone();
+        bad_nr[56..64].copy_from_slice(&((1u64 << 32) | 2).to_ne_bytes());
+        assert!(!layout.trim(&bad_nr, &mut out));
+        let mut bad_size = full.clone();
+        bad_size[at..at + 8].copy_from_slice(&((1u64 << 32) | 64).to_ne_bytes());
+        assert!(!layout.trim(&bad_size, &mut out));
     }
 
     /// LOST, THROTTLE and SAMPLE records are attributed to the id the kernel wrote.

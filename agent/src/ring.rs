@@ -31,7 +31,21 @@ impl Ring {
     /// Maps `1 + pages` pages of `fd`; `pages` must be a power of two.
     pub fn new(fd: OwnedFd, pages: usize) -> io::Result<Ring> {
         let page = crate::sys::page_size();
-        let map_len = (pages + 1) * page;
+        // On 32-bit, --mmap-pages' 2^20 pages of 4 KiB are already past the address space: a
+        // wrapped length would map a ring without data pages.
+        let map_len = pages
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(page))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "a ring buffer of {pages} pages of {page} bytes does not fit in this \
+                         {}-bit address space: lower --mmap-pages",
+                        usize::BITS
+                    ),
+                )
+            })?;
         // SAFETY: mapping a perf event fd with a length of 1+2^n pages is the documented use;
         // the kernel validates everything else and we check for MAP_FAILED.
         let base = unsafe {
@@ -52,7 +66,7 @@ impl Ring {
             base: base as *mut u8,
             map_len,
             page,
-            data_size: pages * page,
+            data_size: map_len - page,
             scratch: Vec::new(),
             dropped_batches: 0,
             dropped_bytes: 0,
@@ -93,27 +107,32 @@ impl Ring {
 
     /// Hands every complete record to `f` (header included), releasing its space after each.
     /// Returns the number of bytes consumed.
+    ///
+    /// Positions are counted in the kernel's `unsigned long` (`rb->head`), which a 32-bit
+    /// kernel stores into the u64 `data_head` zero-extended: it wraps at 4 GiB there, so the
+    /// arithmetic wraps at `usize` (the same width on Linux) instead of comparing u64s.
     pub fn drain<E>(&mut self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<u64, E> {
-        let head = self.head().load(Ordering::Acquire);
-        let start = self.tail().load(Ordering::Relaxed);
+        let head = self.head().load(Ordering::Acquire) as usize;
+        let start = self.tail().load(Ordering::Relaxed) as usize;
         let mut tail = start;
-        let mask = self.data_size as u64 - 1;
+        let mask = self.data_size - 1;
         // SAFETY: the data area follows the control page and is `data_size` bytes long.
         let data = unsafe { std::slice::from_raw_parts(self.base.add(self.page), self.data_size) };
         let mut result = Ok(());
-        while tail < head {
-            let off = (tail & mask) as usize;
+        while tail != head {
+            let pending = head.wrapping_sub(tail);
+            let off = tail & mask;
             // Headers are 8-aligned and the buffer size a multiple of 8: never split.
-            let size = u16::from_ne_bytes([data[off + 6], data[off + 7]]) as u64;
-            if size < 8 || tail + size > head {
+            let size = u16::from_ne_bytes([data[off + 6], data[off + 7]]) as usize;
+            if size < 8 || size > pending {
                 // A corrupt header would loop forever, and nothing tells where the next record
                 // starts: drop what is left of this batch, counted as lost.
                 self.dropped_batches += 1;
-                self.dropped_bytes += head - tail;
+                self.dropped_bytes += pending as u64;
                 tail = head;
                 break;
             }
-            let end = off + size as usize;
+            let end = off + size;
             let rec = if end <= self.data_size {
                 &data[off..end]
             } else {
@@ -123,18 +142,17 @@ impl Ring {
                     .extend_from_slice(&data[..end - self.data_size]);
                 &self.scratch[..]
             };
+            tail = tail.wrapping_add(size);
             if let Err(e) = f(rec) {
                 result = Err(e);
-                tail += size;
                 break;
             }
-            tail += size;
             // Handed over: the kernel may reuse the space now, not only once the whole batch
             // is through (the sink may spend a while compressing in the middle of it).
-            self.tail().store(tail, Ordering::Release);
+            self.tail().store(tail as u64, Ordering::Release);
         }
-        self.tail().store(tail, Ordering::Release);
-        result.map(|()| tail - start)
+        self.tail().store(tail as u64, Ordering::Release);
+        result.map(|()| tail.wrapping_sub(start) as u64)
     }
 }
 
@@ -168,14 +186,32 @@ mod tests {
         Ring::new(fd, pages).unwrap()
     }
 
+    /// Writes a record at data offset `at`, wrapping around the end of the data area as the
+    /// kernel does.
     fn put_record(r: &mut Ring, at: usize, ty: u32, size: u16) {
         let mut rec = vec![0u8; size.max(8) as usize];
         rec[..4].copy_from_slice(&ty.to_ne_bytes());
         rec[6..8].copy_from_slice(&size.to_ne_bytes());
-        // SAFETY: `at + rec.len()` lies inside the data area, which we own mapped.
-        unsafe {
-            std::ptr::copy_nonoverlapping(rec.as_ptr(), r.base.add(r.page + at), rec.len());
+        for (i, b) in rec.into_iter().enumerate() {
+            let off = (at + i) % r.data_size;
+            // SAFETY: `off` lies inside the data area, which we own mapped.
+            unsafe { *r.base.add(r.page + off) = b };
         }
+    }
+
+    /// A ring larger than the address space is refused with the size and the option to
+    /// lower, instead of mapping a wrapped length.
+    #[test]
+    fn new_ring_past_address_space_refused() {
+        // SAFETY: memfd_create with a NUL-terminated name; the fd is checked and owned below.
+        let fd = unsafe { libc::memfd_create(c"kprof-ring-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create: {}", io::Error::last_os_error());
+        // SAFETY: a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let pages = 1usize << (usize::BITS - 12);
+        let e = Ring::new(fd, pages).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("lower --mmap-pages"), "{e}");
     }
 
     /// A record header whose size is below 8 drops the rest of the batch (the reader cannot
@@ -207,5 +243,32 @@ mod tests {
         r.drain(|_| -> Result<(), ()> { panic!("no record is whole") })
             .unwrap();
         assert_eq!(r.dropped(), (2, 48 + 64));
+    }
+
+    /// Positions wrap at the width of the kernel's `unsigned long` (4 GiB on a 32-bit
+    /// kernel): records written across the wrap, head numerically below tail, are all handed
+    /// over in order and the tail follows the head through the wrap.
+    #[test]
+    fn drain_ring_position_wrap_follows_head() {
+        let mut r = memfd_ring(1);
+        let start = usize::MAX - 23; // 8-aligned, 24 bytes before the wrap
+        let mask = r.data_size - 1;
+        put_record(&mut r, start & mask, 9, 16);
+        put_record(&mut r, (start + 16) & mask, 9, 24); // crosses the wrap
+        let head = start.wrapping_add(40);
+        assert!(head < start);
+        r.tail().store(start as u64, Ordering::Release);
+        r.head().store(head as u64, Ordering::Release);
+        let mut seen = Vec::new();
+        let consumed = r
+            .drain(|rec| -> Result<(), ()> {
+                seen.push(rec.len());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, [16, 24]);
+        assert_eq!(consumed, 40);
+        assert_eq!(r.tail().load(Ordering::Acquire), head as u64);
+        assert_eq!(r.dropped(), (0, 0));
     }
 }

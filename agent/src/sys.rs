@@ -50,8 +50,12 @@ pub const DWARF_REGS_USER: u64 = ((1 << 24) - 1) & !(0xf << 12);
 /// arm64's `PERF_REGS_MASK`: x0..x30, sp, pc (`PERF_REG_ARM64_MAX` = 33).
 #[cfg(target_arch = "aarch64")]
 pub const DWARF_REGS_USER: u64 = (1 << 33) - 1;
+/// 32-bit Arm's `PERF_REGS_MASK`: r0..r15 (`PERF_REG_ARM_MAX` = 16; fp = r11, ip = r12,
+/// sp = r13, lr = r14, pc = r15), what an EHABI or CFI unwinder starts from.
+#[cfg(target_arch = "arm")]
+pub const DWARF_REGS_USER: u64 = (1 << 16) - 1;
 /// No register model for other architectures: `--call-graph dwarf` is refused there.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "arm")))]
 pub const DWARF_REGS_USER: u64 = 0;
 
 /// arm64 interrupted-context registers for the kernel leaf's caller: lr (x30), sp, pc in perf's
@@ -100,8 +104,15 @@ pub mod flag {
 const IOC_ENABLE: libc::c_ulong = 0x2400;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
 const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
-const IOC_ID: libc::c_ulong = 0x8008_2407;
+/// `PERF_EVENT_IOC_ID` is `_IOR('$', 7, __u64 *)`: the size field is a pointer's, so the
+/// request differs between 64-bit (0x80082407) and 32-bit (0x80042407) kernels.
+const IOC_ID: libc::c_ulong = ioc_read(b'$', 7, size_of::<*mut u64>());
 const FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+
+/// The kernel's generic `_IOR(ty, nr, size)` (asm-generic/ioctl.h, used by x86 and Arm).
+const fn ioc_read(ty: u8, nr: u8, size: usize) -> libc::c_ulong {
+    (2 << 30) | ((size as libc::c_ulong) << 16) | ((ty as libc::c_ulong) << 8) | nr as libc::c_ulong
+}
 
 /// `struct perf_event_attr` up to and including `sig_data` (ABI VER7, 128 bytes).
 #[repr(C)]
@@ -282,5 +293,48 @@ pub fn page_size() -> usize {
         p as usize
     } else {
         4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `PERF_EVENT_IOC_ID` is the value the target's kernel headers give: its size field is a
+    /// pointer's, 8 bytes on 64-bit and 4 on 32-bit Arm (a 64-bit value there is ENOTTY).
+    #[test]
+    fn ioctl_request_event_id_pointer_sized() {
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(IOC_ID, 0x8008_2407);
+        #[cfg(target_pointer_width = "32")]
+        assert_eq!(IOC_ID, 0x8004_2407);
+    }
+
+    /// The attribute's bytes are the kernel's VER7 layout on every target: 128 bytes, the u64
+    /// fields at their 64-bit-aligned offsets also where u64 alignment is 4 (i386) or 8 (Arm).
+    #[test]
+    fn to_bytes_attr_layout_same_on_32bit() {
+        let a = PerfEventAttr {
+            type_: 1,
+            size: ATTR_SIZE,
+            config: 0x1122,
+            sample_regs_user: DWARF_REGS_USER,
+            sample_stack_user: 8192,
+            clockid: -7,
+            sig_data: 0xdead_beef,
+            ..Default::default()
+        };
+        let b = a.to_bytes();
+        let at = |o: usize, n: usize| b[o..o + n].to_vec();
+        assert_eq!(b.len(), 128);
+        assert_eq!(std::mem::offset_of!(PerfEventAttr, config), 8);
+        assert_eq!(at(8, 8), 0x1122u64.to_ne_bytes());
+        assert_eq!(std::mem::offset_of!(PerfEventAttr, sample_regs_user), 80);
+        assert_eq!(at(80, 8), DWARF_REGS_USER.to_ne_bytes());
+        assert_eq!(std::mem::offset_of!(PerfEventAttr, sample_stack_user), 88);
+        assert_eq!(at(88, 4), 8192u32.to_ne_bytes());
+        assert_eq!(at(92, 4), (-7i32).to_ne_bytes());
+        assert_eq!(std::mem::offset_of!(PerfEventAttr, sig_data), 120);
+        assert_eq!(at(120, 8), 0xdead_beefu64.to_ne_bytes());
     }
 }

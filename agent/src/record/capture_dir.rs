@@ -78,13 +78,12 @@ impl WorkDir {
 
     /// Sets [`RESERVE`] bytes aside in the work dir (real blocks, not a sparse file).
     pub(super) fn reserve(&self) -> Result<(), Error> {
-        use std::os::fd::AsRawFd;
         let path = self.member(RESERVE_NAME);
         let r = (|| {
             let mut f = fs::File::create(&path)?;
-            // SAFETY: fallocate on a descriptor we own. It allocates without writing (no
-            // flash wear); filesystems without it (ubifs, jffs2) get zeros written instead.
-            if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, RESERVE as libc::off_t) } == 0 {
+            // It allocates without writing (no flash wear); filesystems without it (ubifs,
+            // jffs2) get zeros written instead.
+            if crate::lfs::fallocate(&f, 0, 0, RESERVE).is_ok() {
                 return Ok(());
             }
             let zeros = vec![0u8; 64 * 1024];
@@ -130,13 +129,7 @@ pub(super) fn free_bytes(dir: &Path) -> io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: statvfs is plain data, filled by statvfs(3) below.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a valid struct pointer.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    crate::lfs::available_bytes(&c)
 }
 
 fn check_free(dir: &Path, min_free: u64) -> Result<(), Error> {

@@ -102,7 +102,9 @@ pub(super) fn open_all(
             std::env::consts::ARCH
         )));
     }
-    let watermark = ((o.mmap_pages * sys::page_size()) / 4).max(8) as u32;
+    // Saturating: 2^20 pages are more than a 32-bit usize holds (Ring::new refuses them).
+    let watermark =
+        (o.mmap_pages.saturating_mul(sys::page_size()) / 4).clamp(8, u32::MAX as usize) as u32;
     // Cleared for good once the kernel refuses it, so the fallback is tried and told once.
     let mut regs_intr = kernel_leaf_regs(o);
     let specs = requested_specs(o)?;
@@ -480,6 +482,8 @@ mod tests {
         assert_eq!(a.sample_regs_user, 0xff0fff);
         #[cfg(target_arch = "aarch64")]
         assert_eq!(a.sample_regs_user, 0x1_ffff_ffff);
+        #[cfg(target_arch = "arm")]
+        assert_eq!(a.sample_regs_user, 0xffff);
 
         let fp = build_attr(
             &spec,

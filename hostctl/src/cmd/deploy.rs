@@ -318,15 +318,44 @@ pub fn find_local_agent(uname: &str) -> anyhow::Result<PathBuf> {
     best.map(|(p, _)| p).ok_or_else(|| {
         anyhow::anyhow!(
             "no kprof-agent for a `{}` board found next to kprofctl: build one with \
-             `ci/build-agent [RUST_TARGET]` and pass its path with --agent",
-            uname.trim()
+             `ci/build-agent {}` and pass its path with --agent",
+            uname.trim(),
+            rust_target_for_uname(uname).unwrap_or("RUST_TARGET")
         )
+    })
+}
+
+/// The Rust target ci/build-agent builds a static agent for, by the board's `uname -m`.
+/// 32-bit Arm boards that say `armv7l` (or `armv8l`: an arm64 kernel running 32-bit) get
+/// the hard-float armv7 build, as Debian's armhf and the default Yocto/Buildroot armv7 images.
+pub fn rust_target_for_uname(uname: &str) -> Option<&'static str> {
+    Some(match uname.trim() {
+        "x86_64" | "amd64" => "x86_64-unknown-linux-gnu",
+        "aarch64" | "arm64" => "aarch64-unknown-linux-gnu",
+        "armv7l" | "armv7" | "armv8l" | "armhf" => "armv7-unknown-linux-gnueabihf",
+        _ => return None,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 32-bit Arm board (`uname -m` armv7l) is told to build the armhf agent; machines
+    /// ci/build-agent has no build for get the placeholder.
+    #[test]
+    fn rust_target_for_uname_armv7l_armhf() {
+        assert_eq!(
+            rust_target_for_uname("armv7l\n"),
+            Some("armv7-unknown-linux-gnueabihf")
+        );
+        assert_eq!(
+            rust_target_for_uname("aarch64"),
+            Some("aarch64-unknown-linux-gnu")
+        );
+        assert_eq!(rust_target_for_uname("armv5tel"), None);
+        assert_eq!(rust_target_for_uname("riscv64"), None);
+    }
     use crate::remote::guard::tests::sh;
     use std::os::unix::fs::PermissionsExt as _;
 
