@@ -98,11 +98,10 @@ impl Ring {
     /// Whether more than half of the ring holds records not yet drained: the consumer is
     /// falling behind the kernel.
     pub fn behind(&self) -> bool {
-        let used = self
-            .head()
-            .load(Ordering::Acquire)
-            .saturating_sub(self.tail().load(Ordering::Relaxed));
-        used > self.data_size as u64 / 2
+        // Positions wrap at the kernel's `unsigned long`, as in `drain`.
+        let head = self.head().load(Ordering::Acquire) as usize;
+        let tail = self.tail().load(Ordering::Relaxed) as usize;
+        head.wrapping_sub(tail) > self.data_size / 2
     }
 
     /// Hands every complete record to `f` (header included), releasing its space after each.
