@@ -52,6 +52,8 @@ fn arch_named(machine: &str) -> Option<Arch> {
     match machine {
         "x86_64" | "amd64" => Some(Arch::X86_64),
         "aarch64" | "arm64" | "aarch64_be" => Some(Arch::Aarch64),
+        // 32-bit Arm: armv7l, armv6l, armv5tel, armv8l (AArch32 on a 64-bit kernel), armeb.
+        m if m.starts_with("arm") => Some(Arch::Arm),
         _ => None,
     }
 }
