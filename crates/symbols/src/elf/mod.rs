@@ -2,8 +2,9 @@
 //! DWARF lines with inline frames, and code bytes for disassembly, all in one address space.
 //!
 //! A relocatable `.ko` is given a [`Placement`] (section name → load address recorded on the
-//! board); its allocated sections are placed there and its `.rela.debug_*` relocations are
-//! applied before DWARF is read, so the load addresses of samples are looked up directly.
+//! board); its allocated sections are placed there and the relocations of its debug sections
+//! (`.rela.debug_*`, or 32-bit Arm's `.rel.debug_*` with the addends in place) are applied
+//! before DWARF is read, so the load addresses of samples are looked up directly.
 //! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
 
 mod decl;

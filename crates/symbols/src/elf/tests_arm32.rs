@@ -1,6 +1,7 @@
 //! [`SymbolFile`] and the disassembler on 32-bit Arm executables (Thumb-2 and Arm) built with
 //! Debian's `gcc-arm-linux-gnueabihf`, against what its binutils say (`addr2line`,
-//! `objdump -d`) and what its symbol table holds.
+//! `objdump -d`, `ld`) and what its symbol table holds; the pc-relative REL relocations of a
+//! placed object against what `ld` writes.
 
 use super::*;
 use object::ObjectSymbol;
@@ -233,4 +234,99 @@ fn annotate_arm32_thumb_exe_mnemonics_match_objdump() {
 #[test]
 fn annotate_arm32_arm_exe_mnemonics_match_objdump() {
     check_disassembly("-marm");
+}
+
+/// The object of the test program, built like a module with unwind tables
+/// (`-ffunction-sections -funwind-tables -mthumb`), and a copy of it linked by GNU ld with
+/// every allocated section at the address `placement` gives it.
+fn linked_object() -> (tempfile::TempDir, PathBuf, PathBuf, Placement) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/arm32/arm32_prog.c");
+    let obj_path = dir.path().join("prog.o");
+    let flags = [
+        "-O2",
+        "-g",
+        "-c",
+        "-mthumb",
+        "-ffunction-sections",
+        "-funwind-tables",
+    ];
+    let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(|f| f.as_ref()).collect();
+    args.extend([src.as_os_str(), "-o".as_ref(), obj_path.as_os_str()]);
+    run("arm-linux-gnueabihf-gcc", &args);
+    let data = std::fs::read(&obj_path).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    let mut placement = Placement::new();
+    let mut script = String::from("SECTIONS {\n");
+    let mut cursor = 0x1_0000u64;
+    for sec in obj
+        .sections()
+        .filter(|s| placement::is_alloc(s) && s.size() > 0)
+    {
+        let name = sec.name().unwrap().to_string();
+        script += &format!("  {name} {cursor:#x} : {{ *({name}) }}\n");
+        placement.insert(name, cursor);
+        cursor = (cursor + sec.size() + 0x40).div_ceil(0x100) * 0x100;
+    }
+    script += "}\n";
+    let ld_script = dir.path().join("place.ld");
+    std::fs::write(&ld_script, script).unwrap();
+    let linked = dir.path().join("prog.linked");
+    run(
+        "arm-linux-gnueabihf-ld",
+        &[
+            "-T".as_ref(),
+            ld_script.as_os_str(),
+            "--unresolved-symbols=ignore-all".as_ref(),
+            "-o".as_ref(),
+            linked.as_os_str(),
+            obj_path.as_os_str(),
+        ],
+    );
+    (dir, obj_path, linked, placement)
+}
+
+/// The REL relocations `R_ARM_REL32` (literal pools) and `R_ARM_PREL31` (`.ARM.exidx`) of a
+/// Thumb object placed at chosen addresses give the words GNU ld writes linking it there.
+#[test]
+fn relocate_arm32_rel32_prel31_match_ld() {
+    use object::elf::{R_ARM_PREL31, R_ARM_REL32};
+    let (_dir, obj_path, linked, placement) = linked_object();
+    let data = std::fs::read(&obj_path).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    let linked_data = std::fs::read(&linked).unwrap();
+    let linked = object::File::parse(&linked_data[..]).unwrap();
+    let addrs = section_addresses(&obj, Some(&placement));
+    let word = |b: &[u8], off: usize| u32::from_le_bytes(b[off..off + 4].try_into().unwrap());
+    let mut seen = std::collections::BTreeMap::new();
+    for sec in obj.sections() {
+        let name = sec.name().unwrap();
+        let Some(theirs) = linked.section_by_name(name) else {
+            continue;
+        };
+        let theirs = theirs.data().unwrap();
+        // ld rewrites some `.ARM.exidx` tables (merging entries): those are not comparable.
+        if theirs.len() as u64 != sec.size() {
+            continue;
+        }
+        let ours = relocate(&obj, &sec, sec.data().unwrap().to_vec(), &addrs);
+        for (off, rel) in sec.relocations() {
+            let object::RelocationFlags::Elf { r_type } = rel.flags() else {
+                continue;
+            };
+            if r_type == R_ARM_REL32 || r_type == R_ARM_PREL31 {
+                let off = off as usize;
+                assert_eq!(
+                    word(&ours, off),
+                    word(theirs, off),
+                    "{name}+{off:#x}: relocation type {r_type}"
+                );
+                *seen.entry(r_type).or_insert(0) += 1;
+            }
+        }
+    }
+    assert!(
+        seen.get(&R_ARM_REL32).is_some_and(|n| *n >= 2) && seen.contains_key(&R_ARM_PREL31),
+        "too few relocations compared: {seen:?}"
+    );
 }
