@@ -13,6 +13,7 @@ mod layout;
 mod mapping;
 mod placement;
 mod plt;
+mod plt_arm;
 mod symtab;
 #[cfg(test)]
 mod tests;
