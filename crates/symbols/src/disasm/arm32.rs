@@ -33,15 +33,8 @@ fn decode_a32(bytes: &[u8], addr: u64, out: &mut Vec<Decoded>) {
     for (i, word) in bytes.chunks(4).enumerate() {
         let text = match d.decode(&mut U8Reader::new(word)) {
             Ok(inst) if word.len() == 4 => {
-                let movw = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) & 0x0ff0_0000
-                    == 0x0300_0000;
-                ual_alias(
-                    inst.to_string(),
-                    Form {
-                        movw,
-                        thumb16: false,
-                    },
-                )
+                let w = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                objdump_name(inst.to_string(), Form::a32(w, &inst))
             }
             _ => "(bad)".into(),
         };
@@ -81,12 +74,7 @@ fn decode_t32(bytes: &[u8], addr: u64, out: &mut Vec<Decoded>) {
                 if let Some(c) = cond {
                     in_it_block(&mut i, c);
                 }
-                // MOVW (T3): 11110 i 10 0100 imm4.
-                let form = Form {
-                    movw: len == 4 && hw & 0xfbf0 == 0xf240,
-                    thumb16: len == 2,
-                };
-                let text = ual_alias(i.to_string(), form);
+                let text = objdump_name(i.to_string(), Form::t32(hw, len, &i));
                 if len == 2 {
                     it = ItState::of(hw).unwrap_or(it);
                 }
@@ -147,21 +135,126 @@ fn condition(c: u8) -> ConditionCode {
 struct Form {
     /// The 16-bit immediate move (A32 `0x03000000`, T32 T3).
     movw: bool,
-    /// A 16-bit Thumb instruction.
+    /// The 12-bit immediate `addw`/`subw` (T32 T4), objdump's name for them.
+    wide_imm: bool,
+    /// A Thumb instruction, and a 16-bit one.
+    thumb: bool,
     thumb16: bool,
+    /// The `nop` objdump names: 16-bit Thumb `mov r8, r8` (0x46c0), A32 `mov r0, r0`.
+    nop: bool,
+    /// T32 `mov.w rd, rm, SHIFT #n` (T3, `0xea4f`), which yaxpeax names by the shift.
+    mov_shift: bool,
+    /// Its condition.
+    cond: ConditionCode,
 }
 
-/// The UAL name objdump prints instead of yaxpeax's text: `mov rd, rm, lsl #n` is
+impl Form {
+    /// Of the A32 instruction `word`.
+    fn a32(word: u32, inst: &Instruction) -> Self {
+        Self {
+            movw: word & 0x0ff0_0000 == 0x0300_0000,
+            wide_imm: false,
+            thumb: false,
+            thumb16: false,
+            nop: word == 0xe1a0_0000,
+            mov_shift: false,
+            cond: inst.condition,
+        }
+    }
+
+    /// Of the Thumb instruction of `len` bytes whose first halfword is `hw`.
+    fn t32(hw: u16, len: usize, inst: &Instruction) -> Self {
+        Self {
+            // MOVW T3: 11110 i 10 0100 imm4; ADDW T4: 11110 i 10 0000 Rn; SUBW T4: ... 1010 Rn.
+            movw: len == 4 && hw & 0xfbf0 == 0xf240,
+            wide_imm: len == 4 && matches!(hw & 0xfbf0, 0xf200 | 0xf2a0),
+            thumb: true,
+            thumb16: len == 2,
+            nop: len == 2 && hw == 0x46c0,
+            mov_shift: len == 4 && hw & 0xffef == 0xea4f,
+            cond: inst.condition,
+        }
+    }
+}
+
+/// The name objdump prints: the UAL aliases of [`ual_alias`], and the carry conditions as
+/// `cs`/`cc` where yaxpeax says `hs`/`lo` (`bcs`, `movcc`).
+fn objdump_name(text: String, form: Form) -> String {
+    let text = ual_alias(text, form);
+    let carry = match form.cond {
+        ConditionCode::HS => "cs",
+        ConditionCode::LO => "cc",
+        _ => return text,
+    };
+    let (mnemonic, rest) = text.split_at(text.find(' ').unwrap_or(text.len()));
+    let (base, wide) = match mnemonic.strip_suffix(".w") {
+        Some(b) => (b, ".w"),
+        None => (mnemonic, ""),
+    };
+    match base.len().checked_sub(2).and_then(|at| base.get(..at)) {
+        Some(stem) if base.ends_with("hs") || base.ends_with("lo") => {
+            format!("{stem}{carry}{wide}{rest}")
+        }
+        _ => text,
+    }
+}
+
+/// The Thumb names objdump (binutils 2.40) prints where yaxpeax's differ: `ldmia`/`stmia`
+/// for `ldm`/`stm`, the 32-bit `pop`/`push` as what they are (`ldmia.w sp!`, `stmdb.w sp!`,
+/// and `ldr.w`/`str.w` for one register), `add rd, pc, #imm` for the 16-bit `adr`, `nop`.
+fn thumb_name(mnemonic: &str, operands: &str, form: Form) -> Option<String> {
+    let single = !operands.contains(',');
+    let renamed = match mnemonic.split_once('.').map_or(mnemonic, |m| m.0) {
+        "ldm" => "ldmia",
+        "stm" => "stmia",
+        "pop" if !form.thumb16 && single => "ldr",
+        "push" if !form.thumb16 && single => "str",
+        "pop" if !form.thumb16 => "ldmia",
+        "push" if !form.thumb16 => "stmdb",
+        "adr" if form.thumb16 => "add",
+        _ => return None,
+    };
+    let wide = if form.thumb16 { "" } else { ".w" };
+    Some(format!("{renamed}{wide} {operands}"))
+}
+
+/// The UAL name objdump prints instead of yaxpeax's text: in A32 `mov rd, rm, lsl #n` is
 /// `lsl rd, rm, #n` (and `lsr`, `asr`, `ror`, `rrx`, by register too), the 16-bit Thumb
-/// `rsbs rd, rm, #0` is `negs rd, rm`, and the 16-bit immediate move is `movw`.
+/// `rsbs rd, rm, #0` is `negs rd, rm`, the 16-bit immediate move is `movw`, the 12-bit
+/// immediate add and subtract are `addw` and `subw`, and [`thumb_name`].
 fn ual_alias(text: String, form: Form) -> String {
     let (mnemonic, operands) = text.split_once(' ').unwrap_or((&text, ""));
+    if form.nop {
+        return "nop".into();
+    }
+    if form.mov_shift {
+        let ops: Vec<&str> = operands.split(", ").collect();
+        for kind in ["lsl", "lsr", "asr", "ror"] {
+            if let (Some(rest), [rd, rm, n]) = (mnemonic.strip_prefix(kind), &ops[..]) {
+                return format!("mov{rest} {rd}, {rm}, {kind} {n}");
+            }
+        }
+    }
+    if form.wide_imm {
+        for op in ["add", "sub", "adr"] {
+            if let Some(rest) = mnemonic.strip_prefix(op) {
+                let op = if op == "adr" { "add" } else { op };
+                return format!("{op}w{rest} {operands}");
+            }
+        }
+    }
+    if form.thumb {
+        if let Some(name) = thumb_name(mnemonic, operands, form) {
+            return name;
+        }
+    }
     let ops: Vec<&str> = operands.split(", ").collect();
     if let Some(rest) = mnemonic.strip_prefix("mov") {
         if form.movw {
             return format!("movw{rest} {operands}");
         }
-        if let [rd, rm, shift] = ops[..] {
+        if let ([rd, rm, shift], false) = (&ops[..], form.thumb) {
+            let (rd, rm, shift) = (*rd, *rm, *shift);
             if shift == "rrx" {
                 return format!("rrx{rest} {rd}, {rm}");
             }
