@@ -185,7 +185,9 @@ fn disassemble(
     let mut instructions = Vec::new();
     match sf.code(start, start + size) {
         Some(bytes) if size > 0 => {
-            for (addr, len, text) in crate::disasm::decode(sf.arch, bytes, start) {
+            for (addr, len, text) in
+                crate::disasm::decode(sf.arch, bytes, start, &sf.arm_runs(start, start + size))
+            {
                 let i = rows.partition_point(|r| r.0 <= addr);
                 let pos = i.checked_sub(1).map(|i| &rows[i]);
                 let off = (addr - start) as usize;
@@ -199,7 +201,9 @@ fn disassemble(
                 });
             }
             if sf.arch == crate::elf::Arch::Other {
-                warnings.push("disassembly is only available for x86-64 and AArch64".into());
+                warnings.push(
+                    "disassembly is only available for x86-64, AArch64 and 32-bit Arm".into(),
+                );
             }
         }
         _ => warnings.push(format!(

@@ -11,6 +11,21 @@ pub enum Arch {
     X86_64,
     /// 64-bit Arm.
     Aarch64,
+    /// 32-bit Arm (ARMv7 and older, `EM_ARM`): Arm and Thumb code, told apart by the
+    /// mapping symbols (see [`ArmMode`]).
+    Arm,
     /// Anything else: no disassembly.
     Other,
+}
+
+/// What the bytes at an address of a 32-bit Arm file are, as its mapping symbols (`$a`,
+/// `$t`, `$d`, ELF for the Arm Architecture §5.5.5) or a Thumb function's odd address say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmMode {
+    /// A32 instructions (`$a`).
+    Arm,
+    /// T32 (Thumb-2) instructions (`$t`).
+    Thumb,
+    /// Data in the code: literal pools, jump tables (`$d`).
+    Data,
 }

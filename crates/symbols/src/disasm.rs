@@ -1,14 +1,19 @@
-//! Disassembly for `--annotate`: x86-64 and AArch64 through the yaxpeax decoders.
+//! Disassembly for `--annotate`: x86-64, AArch64 and 32-bit Arm (A32 and Thumb-2, chosen
+//! per mapping symbol) through the yaxpeax decoders.
 
-use crate::arch::Arch;
+mod arm32;
+
+use crate::arch::{Arch, ArmMode};
 use yaxpeax_arch::{Decoder, LengthedInstruction, U8Reader};
 
 /// One decoded instruction: address, length and text.
 pub type Decoded = (u64, usize, String);
 
 /// Decodes `bytes` starting at `addr`; undecodable bytes become `(bad)` entries of one byte
-/// (x86) or one word (AArch64) so that the listing keeps going.
-pub fn decode(arch: Arch, bytes: &[u8], addr: u64) -> Vec<Decoded> {
+/// (x86), one word (AArch64, A32) or one instruction (Thumb) so that the listing keeps
+/// going. `arm_runs` says where 32-bit Arm code switches between A32, Thumb and data
+/// ([`crate::elf::SymbolFile::arm_runs`]); other architectures ignore it.
+pub fn decode(arch: Arch, bytes: &[u8], addr: u64, arm_runs: &[(u64, ArmMode)]) -> Vec<Decoded> {
     let mut out = Vec::new();
     let mut off = 0usize;
     match arch {
@@ -40,6 +45,7 @@ pub fn decode(arch: Arch, bytes: &[u8], addr: u64) -> Vec<Decoded> {
                 off += 4;
             }
         }
+        Arch::Arm => out = arm32::decode(bytes, addr, arm_runs),
         Arch::Other => {}
     }
     out
@@ -53,7 +59,7 @@ mod tests {
     #[test]
     fn decode_x86_and_aarch64_known_bytes() {
         // push rbp; mov rbp, rsp; ret
-        let x = decode(Arch::X86_64, &[0x55, 0x48, 0x89, 0xe5, 0xc3], 0x1000);
+        let x = decode(Arch::X86_64, &[0x55, 0x48, 0x89, 0xe5, 0xc3], 0x1000, &[]);
         assert_eq!(x.len(), 3);
         assert_eq!(x[1].0, 0x1001);
         assert!(x[0].2.starts_with("push"), "{x:?}");
@@ -63,6 +69,7 @@ mod tests {
             Arch::Aarch64,
             &[0xc0, 0x03, 0x5f, 0xd6, 0x1f, 0x20, 0x03, 0xd5],
             0x4000,
+            &[],
         );
         assert_eq!(a.len(), 2);
         assert!(a[0].2.starts_with("ret"), "{a:?}");

@@ -56,7 +56,7 @@ pub fn symbol_file(bytes: &[u8]) {
         let end = start.saturating_add(size.min(4096));
         let _ = file.lines_in(start, end);
         if let Some(code) = file.code(start, end) {
-            let _ = crate::disasm::decode(file.arch, code, start);
+            let _ = crate::disasm::decode(file.arch, code, start, &file.arm_runs(start, end));
         }
     }
     for offset in [0u64, 0x1000, u64::MAX] {

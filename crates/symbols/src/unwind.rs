@@ -81,7 +81,7 @@ impl UnwindRegs {
                 fp: get(ARM64_FP).unwrap_or(0),
                 lr: get(ARM64_LR),
             }),
-            Arch::Other => None,
+            Arch::Arm | Arch::Other => None,
         }
     }
 }
@@ -407,7 +407,7 @@ impl ProcessUnwinder {
         let inner = match arch {
             Arch::X86_64 => Inner::X86(UnwinderX86_64::new(), Box::new(CacheX86_64::new())),
             Arch::Aarch64 => Inner::Arm(UnwinderAarch64::new(), Box::new(CacheAarch64::new())),
-            Arch::Other => return None,
+            Arch::Arm | Arch::Other => return None,
         };
         Some(Self {
             inner,

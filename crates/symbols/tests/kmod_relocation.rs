@@ -3,17 +3,29 @@
 
 mod common;
 
-use kprof_symbols::elf::SymbolFile;
+use kprof_symbols::elf::{Placement, SymbolFile};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::path::Path;
 
 /// Checks every function of the text sections at several offsets against binutils.
 fn check_module(ko: &Path, addr2line: &str) -> usize {
     let place = common::placement(ko);
-    let file = SymbolFile::open(ko, None, Some(&place)).expect("loading the module");
+    check_module_at(
+        ko,
+        addr2line,
+        &place,
+        &[".text", ".text.unlikely", ".init.text"],
+    )
+}
+
+/// [`check_module`] with the sections at `place`, functions in each of `sections`.
+fn check_module_at(ko: &Path, addr2line: &str, place: &Placement, sections: &[&str]) -> usize {
+    let file = SymbolFile::open(ko, None, Some(place)).expect("loading the module");
     assert!(file.relocatable && file.has_lines && file.has_symbols);
     let data = std::fs::read(ko).unwrap();
     let obj = object::File::parse(&data[..]).unwrap();
+    // A Thumb function's symbol has bit 0 set; its code starts at the even address.
+    let thumb_bit = u64::from(obj.architecture() == object::Architecture::Arm);
     let mut checked = 0;
     let mut sections_seen = std::collections::BTreeSet::new();
     for sym in obj
@@ -24,7 +36,7 @@ fn check_module(ko: &Path, addr2line: &str) -> usize {
         let sec_name = sec.name().unwrap();
         let base = place[sec_name];
         for off in [0, sym.size() / 3, sym.size() / 2, sym.size() - 1] {
-            let sec_off = sym.address() + off;
+            let sec_off = (sym.address() & !thumb_bit) + off;
             let expected = common::binutils_frames_with(addr2line, ko, sec_name, sec_off);
             let got = file.frames(base + sec_off);
             assert_eq!(
@@ -61,9 +73,9 @@ fn check_module(ko: &Path, addr2line: &str) -> usize {
         }
         sections_seen.insert(sec_name.to_string());
     }
-    for s in [".text", ".text.unlikely", ".init.text"] {
+    for s in sections {
         assert!(
-            sections_seen.contains(s),
+            sections_seen.contains(*s),
             "test module has no function in {s}: {sections_seen:?}"
         );
     }
@@ -174,5 +186,47 @@ fn resolve_aarch64_object_placed_sections_match_binutils() {
         );
     }
     let n = check_module(&obj, "aarch64-linux-gnu-addr2line");
+    assert!(n >= 12, "only {n} addresses checked");
+}
+
+/// A 32-bit Arm Thumb-2 relocatable object built like a module (`-ffunction-sections`; its
+/// DWARF relocated by REL `R_ARM_ABS32` entries whose addends are in the sections) placed in
+/// the 32-bit module area resolves to the answers of Arm binutils, inline frames included.
+#[test]
+fn resolve_arm32_thumb_object_placed_sections_match_binutils() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reloc/reloc_test.c");
+    let obj = tmp.path().join("reloc_test.o");
+    let out = std::process::Command::new("arm-linux-gnueabihf-gcc")
+        .args(["-O2", "-g", "-c", "-mthumb", "-ffunction-sections"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("arm-linux-gnueabihf-gcc (gcc-arm-linux-gnueabihf, ci/apt-packages.txt)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = std::fs::read(&obj).unwrap();
+    let parsed = object::File::parse(&data[..]).unwrap();
+    assert_eq!(parsed.architecture(), object::Architecture::Arm);
+    let debug_relocs: Vec<(u32, bool)> = parsed
+        .sections()
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with(".debug_")))
+        .flat_map(|s| s.relocations().collect::<Vec<_>>())
+        .filter_map(|(_, r)| match r.flags() {
+            object::RelocationFlags::Elf { r_type } => Some((r_type, r.has_implicit_addend())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        debug_relocs.contains(&(object::elf::R_ARM_ABS32, true)),
+        "no REL R_ARM_ABS32 in the DWARF: {debug_relocs:?}"
+    );
+    let place = common::placement_at(&obj, 0xbf00_0000, 0xbf80_0000);
+    let sections = [".text.reloc_hot", ".text.unlikely.reloc_rare", ".init.text"];
+    let n = check_module_at(&obj, "arm-linux-gnueabihf-addr2line", &place, &sections);
     assert!(n >= 12, "only {n} addresses checked");
 }

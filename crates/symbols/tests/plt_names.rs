@@ -86,3 +86,42 @@ fn symbol_at_elf_aarch64_plt_entries_named_as_objdump() {
     }
     check_plt(&exe, &entries);
 }
+
+/// 32-bit Arm PLT entries (`add ip, pc; add ip, ip; ldr pc`, some after a Thumb `bx pc`
+/// stub) are named like binutils names them: Debian's armhf libc and a `-mthumb` program.
+#[test]
+fn symbol_at_elf_arm32_plt_entries_named_as_objdump() {
+    let libc = Path::new("/usr/arm-linux-gnueabihf/lib/libc.so.6");
+    let entries = objdump_plt("arm-linux-gnueabihf-objdump", libc);
+    assert!(entries.len() > 10, "objdump listed {entries:?}");
+    check_plt(libc, &entries);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("p.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
+         int main(int c, char **v) { char *p = malloc(c * 8); strcpy(p, v[0]);\n\
+         printf(\"%s %zu\\n\", p, strlen(p)); free(p); return 0; }\n",
+    )
+    .unwrap();
+    let exe = tmp.path().join("p");
+    let out = Command::new("arm-linux-gnueabihf-gcc")
+        .args(["-O2", "-mthumb", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("arm-linux-gnueabihf-gcc (gcc-arm-linux-gnueabihf)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = objdump_plt("arm-linux-gnueabihf-objdump", &exe);
+    for f in ["malloc@plt", "free@plt", "printf@plt"] {
+        assert!(
+            entries.iter().any(|(_, n)| n == f),
+            "{f} not in {entries:?}"
+        );
+    }
+    check_plt(&exe, &entries);
+}

@@ -2,20 +2,25 @@
 //! DWARF lines with inline frames, and code bytes for disassembly, all in one address space.
 //!
 //! A relocatable `.ko` is given a [`Placement`] (section name → load address recorded on the
-//! board); its allocated sections are placed there and its `.rela.debug_*` relocations are
-//! applied before DWARF is read, so the load addresses of samples are looked up directly.
+//! board); its allocated sections are placed there and the relocations of its debug sections
+//! (`.rela.debug_*`, or 32-bit Arm's `.rel.debug_*` with the addends in place) are applied
+//! before DWARF is read, so the load addresses of samples are looked up directly.
 //! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
 
 mod decl;
 mod dwarf;
 mod layout;
+mod mapping;
 mod placement;
 mod plt;
+mod plt_arm;
 mod symtab;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_arm32;
 
-pub use crate::arch::Arch;
+pub use crate::arch::{Arch, ArmMode};
 use crate::demangle::demangle;
 use crate::error::{Error, Result};
 use crate::unwind::Cfi;
@@ -189,7 +194,27 @@ impl SymbolFile {
 
     /// The function symbol containing `addr`: `(name, start, size)`.
     pub fn symbol_at(&self, addr: u64) -> Option<(&str, u64, u64)> {
-        self.symbols.at(addr)
+        self.symbols.at(self.code_address(addr))
+    }
+
+    /// The instruction `addr` is in, for a lookup: on 32-bit Arm bit 0 cleared, which a
+    /// return address into Thumb code (LR) has set; instructions there are 2-byte aligned.
+    fn code_address(&self, addr: u64) -> u64 {
+        if self.arch == Arch::Arm {
+            addr & !1
+        } else {
+            addr
+        }
+    }
+
+    /// 32-bit Arm: what the bytes of `[start, end)` are, as `(address, mode)` runs sorted by
+    /// address, the first at `start` (mapping symbols, else the Thumb bit of the function
+    /// symbol holding `start`, else Arm). Empty for other architectures.
+    pub fn arm_runs(&self, start: u64, end: u64) -> Vec<(u64, ArmMode)> {
+        if self.arch != Arch::Arm {
+            return Vec::new();
+        }
+        self.symbols.arm_runs(start, end)
     }
 
     /// Start and size of each function symbol, by address.
@@ -199,6 +224,7 @@ impl SymbolFile {
 
     /// Source position of one address, without inline expansion.
     pub fn location(&self, addr: u64) -> Option<(String, u32)> {
+        let addr = self.code_address(addr);
         let ctx = self.dwarf_at(addr)?;
         let loc = ctx.find_location(addr).ok()??;
         Some((loc.file?.to_string(), loc.line?))
@@ -208,6 +234,7 @@ impl SymbolFile {
     /// `DW_AT_decl_file`/`decl_line`, which the line of its first instruction is not when
     /// an inlined callee's code comes first.
     pub fn declaration(&self, addr: u64) -> Option<(String, u32)> {
+        let addr = self.code_address(addr);
         let ctx = self.dwarf_at(addr)?;
         let unit = ctx.find_dwarf_and_unit(addr).skip_all_loads()?;
         decl::declaration(unit, addr)
@@ -242,6 +269,7 @@ impl SymbolFile {
 
     /// Frames of `addr`, innermost inlined call first, the symbol's own function last.
     pub fn frames(&self, addr: u64) -> Vec<RawFrame> {
+        let addr = self.code_address(addr);
         let sym = self.symbol_at(addr);
         let mut out = Vec::new();
         if let Some(ctx) = self.dwarf_at(addr) {
@@ -333,6 +361,7 @@ fn arch_of(obj: &object::File<'_>) -> Arch {
     match obj.architecture() {
         object::Architecture::X86_64 => Arch::X86_64,
         object::Architecture::Aarch64 => Arch::Aarch64,
+        object::Architecture::Arm => Arch::Arm,
         _ => Arch::Other,
     }
 }
@@ -346,13 +375,14 @@ fn symbols_of(
     placement: Option<&Placement>,
     mut names: Names,
 ) -> SymbolTable {
-    let mut symbols = collect_symbols(obj, section_addr, &mut names, 0);
+    let mut modes = mapping::ModeMapBuilder::default();
+    let mut symbols = collect_symbols(obj, section_addr, &mut names, 0, &mut modes);
     if let Some(debug_obj) = debug_obj {
         // A stripped file keeps only .dynsym, a handful of exported names; the split
         // debug file's .symtab has them all, as perf also prefers it.
         if !has_symtab(obj) || symbols.is_empty() {
             let addrs = section_addresses(debug_obj, placement);
-            let full = collect_symbols(debug_obj, &addrs, &mut names, 1);
+            let full = collect_symbols(debug_obj, &addrs, &mut names, 1, &mut modes);
             if !full.is_empty() {
                 symbols = full;
             }
@@ -361,5 +391,5 @@ fn symbols_of(
     if obj.kind() != object::ObjectKind::Relocatable {
         symbols.extend(plt::plt_symbols(obj, &mut names));
     }
-    SymbolTable::new(symbols, names)
+    SymbolTable::new(symbols, names, modes.finish())
 }

@@ -11,6 +11,9 @@ use std::collections::HashMap;
 /// `.plt.sec` when the file has one (x86-64 with IBT), else in `.plt` after its header.
 pub(super) fn plt_symbols(obj: &object::File<'_>, names: &mut Names) -> Vec<Sym> {
     let arch = obj.architecture();
+    if arch == object::Architecture::Arm {
+        return super::plt_arm::plt_symbols(obj, names);
+    }
     let header = match arch {
         object::Architecture::X86_64 => 16,
         object::Architecture::Aarch64 => 32,

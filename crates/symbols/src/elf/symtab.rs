@@ -1,9 +1,12 @@
 //! The function symbols of a symbol file: collected from `.symtab` (else `.dynsym`), one
 //! name per address chosen as perf chooses it, and the names kept whatever the choice.
 
+use super::mapping::{arm_mapping_symbol, is_mapping_symbol, ModeMap, ModeMapBuilder};
 use super::placement::SectionAddrs;
+use crate::arch::ArmMode;
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::rc::Rc;
 
 /// Symbols kept by name whatever else is at their address.
@@ -86,6 +89,8 @@ pub(super) struct Sym {
     pub(super) global: bool,
     /// Leading underscores of the name, for perf's choice among aliases.
     pub(super) underscores: u8,
+    /// 32-bit Arm: a Thumb function (bit 0 of its symbol's value, cleared in `start`).
+    pub(super) thumb: bool,
 }
 
 impl Sym {
@@ -105,6 +110,7 @@ impl Sym {
             weak,
             global,
             underscores: u8::try_from(underscores).unwrap_or(u8::MAX),
+            thumb: false,
         })
     }
 }
@@ -120,11 +126,14 @@ pub(super) struct SymbolTable {
     anchors: HashMap<String, u64>,
     /// Every name of an address that has several (`init_module` and `mymod_init`).
     aliases: HashMap<u64, Vec<Name>>,
+    /// 32-bit Arm: the mapping symbols of the code sections.
+    modes: ModeMap,
 }
 
 impl SymbolTable {
-    /// The table of `syms` as collected (names in `names`), in any order and with aliases.
-    pub(super) fn new(mut syms: Vec<Sym>, names: Names) -> Self {
+    /// The table of `syms` as collected (names in `names`), in any order and with aliases,
+    /// with the mapping symbols `modes` of a 32-bit Arm file.
+    pub(super) fn new(mut syms: Vec<Sym>, names: Names, modes: ModeMap) -> Self {
         // Aliases such as `_text` may be merged away below; KASLR needs them by name.
         let anchors = syms
             .iter()
@@ -140,7 +149,26 @@ impl SymbolTable {
             names,
             anchors,
             aliases,
+            modes,
         }
+    }
+
+    /// 32-bit Arm: what the bytes of `[start, end)` are, as `(address, mode)` runs sorted
+    /// by address, the first at `start`: from the mapping symbols, else (a file with
+    /// `.dynsym` only) from the Thumb bit of the function symbol holding `start`, else Arm.
+    pub(super) fn arm_runs(&self, start: u64, end: u64) -> Vec<(u64, ArmMode)> {
+        let mut runs = self.modes.runs(start, end);
+        if runs.first().is_some_and(|r| r.0 == start) {
+            return runs;
+        }
+        let i = self.syms.partition_point(|s| s.start <= start);
+        let thumb = i
+            .checked_sub(1)
+            .and_then(|i| self.syms.get(i))
+            .is_some_and(|s| s.thumb && start < s.start.saturating_add(s.size.max(1)));
+        let mode = if thumb { ArmMode::Thumb } else { ArmMode::Arm };
+        runs.insert(0, (start, mode));
+        runs
     }
 
     /// How many addresses have a symbol.
@@ -191,13 +219,16 @@ impl SymbolTable {
 
 /// The function symbols of `obj` in its executable sections (`.symtab`, else `.dynsym`), at
 /// the addresses `section_addr` places them (a relocatable file); names from file `src` of
-/// `names`.
+/// `names`. A 32-bit Arm file's mapping symbols go to `modes`, its Thumb functions lose
+/// bit 0 of their address (as perf, gdb and addr2line look them up).
 pub(super) fn collect_symbols(
     obj: &object::File<'_>,
     section_addr: &SectionAddrs,
     names: &mut Names,
     src: u8,
+    modes: &mut ModeMapBuilder,
 ) -> Vec<Sym> {
+    let arm = obj.architecture() == object::Architecture::Arm;
     let mut syms = Vec::new();
     // By flag, not kind: in a split debug file `.text` is NOBITS but still executable.
     let text_sections: Vec<SectionIndex> = obj
@@ -217,21 +248,22 @@ pub(super) fn collect_symbols(
             return;
         }
         let Ok(name) = sym.name() else { return };
-        if name.is_empty()
-            || name.starts_with("$x")
-            || name.starts_with("$d")
-            || name.starts_with(".L")
-        {
+        let Some(base) = placed_base(section_addr, idx) else {
+            return;
+        };
+        if arm {
+            if let Some(mode) = arm_mapping_symbol(name) {
+                if let Some(range) = section_range(obj, section_addr, idx, base) {
+                    modes.add(range, base.wrapping_add(sym.address()), mode);
+                }
+                return;
+            }
+        }
+        if name.is_empty() || is_mapping_symbol(name) || name.starts_with(".L") {
             return;
         }
-        let start = if section_addr.is_empty() {
-            sym.address()
-        } else {
-            match section_addr.get(&idx) {
-                Some(Some(base)) => base + sym.address(),
-                _ => return,
-            }
-        };
+        let thumb = arm && is_func && sym.address() & 1 == 1;
+        let start = base.wrapping_add(sym.address() & !u64::from(thumb));
         let binding = match sym.flags() {
             object::SymbolFlags::Elf { st_info, .. } => st_info >> 4,
             _ => object::elf::STB_GLOBAL,
@@ -241,7 +273,7 @@ pub(super) fn collect_symbols(
             binding == object::elf::STB_GLOBAL,
         );
         let at = names.add(src, name);
-        syms.extend(Sym::new(start, sym.size(), at, name, flags));
+        syms.extend(Sym::new(start, sym.size(), at, name, flags).map(|s| Sym { thumb, ..s }));
     };
     for s in obj.symbols() {
         add(&mut syms, s);
@@ -252,6 +284,33 @@ pub(super) fn collect_symbols(
         }
     }
     syms
+}
+
+/// Where the addresses of section `idx` start: 0 in a file that is not placed (its
+/// symbols' values are addresses), else the section's placed address; `None` when it was
+/// not placed.
+fn placed_base(section_addr: &SectionAddrs, idx: SectionIndex) -> Option<u64> {
+    if section_addr.is_empty() {
+        return Some(0);
+    }
+    section_addr.get(&idx).copied().flatten()
+}
+
+/// The addresses section `idx` of `obj` covers: its own, or where it was placed (`base`,
+/// from [`placed_base`]) in a placed file, whose `sh_addr` means nothing.
+fn section_range(
+    obj: &object::File<'_>,
+    section_addr: &SectionAddrs,
+    idx: SectionIndex,
+    base: u64,
+) -> Option<Range<u64>> {
+    let sec = obj.section_by_index(idx).ok()?;
+    let start = if section_addr.is_empty() {
+        sec.address()
+    } else {
+        base
+    };
+    Some(start..start.saturating_add(sec.size()))
 }
 
 /// Whether the file has a .symtab with entries (a stripped one has only .dynsym).
@@ -315,7 +374,7 @@ mod tests {
                 Sym::new(*start, *size, names.own(name), name, flags).unwrap()
             })
             .collect();
-        SymbolTable::new(syms, names)
+        SymbolTable::new(syms, names, ModeMap::default())
     }
 
     /// Of the aliases at one address the table keeps perf's choice (sized, not weak, global,

@@ -52,6 +52,8 @@ fn arch_named(machine: &str) -> Option<Arch> {
     match machine {
         "x86_64" | "amd64" => Some(Arch::X86_64),
         "aarch64" | "arm64" | "aarch64_be" => Some(Arch::Aarch64),
+        // 32-bit Arm: armv7l, armv6l, armv5tel, armv8l (AArch32 on a 64-bit kernel), armeb.
+        m if m.starts_with("arm") => Some(Arch::Arm),
         _ => None,
     }
 }
@@ -61,9 +63,21 @@ fn regs_of(arch: Arch, regs: &Regs<'_>) -> Option<UnwindRegs> {
     UnwindRegs::from_perf(arch, |r| regs.get(r))
 }
 
+/// The address to look up for the call a return address `ret` returns from: one byte back,
+/// inside the call. On 32-bit Arm a return into Thumb code has bit 0 set (it is LR): cleared
+/// first, or one back would be the instruction after the call.
+fn call_site(arch: Option<Arch>, ret: u64) -> u64 {
+    let ret = if arch == Some(Arch::Arm) {
+        ret & !1
+    } else {
+        ret
+    };
+    ret.saturating_sub(1)
+}
+
 /// The callchain of a sample as `(kernel, address to look up)`, innermost first, without
 /// its user part when the user stack is `unwound`; without a callchain, the sampled IP.
-fn chain_entries(s: &SampleRecord<'_>, unwound: bool) -> Vec<(bool, u64)> {
+fn chain_entries(s: &SampleRecord<'_>, arch: Option<Arch>, unwound: bool) -> Vec<(bool, u64)> {
     let mut kernel = matches!(s.cpu_mode, CpuMode::Kernel);
     let mut entries = Vec::new();
     match &s.callchain {
@@ -80,7 +94,7 @@ fn chain_entries(s: &SampleRecord<'_>, unwound: bool) -> Vec<(bool, u64)> {
                     continue;
                 }
                 // Return addresses point after the call: look up the call itself.
-                let a = if first { v } else { v.saturating_sub(1) };
+                let a = if first { v } else { call_site(arch, v) };
                 first = false;
                 entries.push((kernel, a));
             }
@@ -126,7 +140,7 @@ impl State<'_> {
             _ => None,
         };
         // (kernel, address to look up), innermost first.
-        let mut entries = chain_entries(s, unwind.is_some());
+        let mut entries = chain_entries(s, arch, unwind.is_some());
         if arch == Some(Arch::Aarch64) {
             self.insert_lr_callers(s, pid, &mut entries, unwind.is_some());
         }
@@ -195,7 +209,11 @@ impl State<'_> {
         self.user.put_unwinder(pid, unwinder);
         self.user.stats.unwound += 1;
         for (i, a) in out.frames.iter().enumerate() {
-            let look = if i == 0 { *a } else { a.saturating_sub(1) };
+            let look = if i == 0 {
+                *a
+            } else {
+                call_site(Some(arch), *a)
+            };
             let run = self.resolve_user(pid, look);
             stack_buf.extend(run.start..run.end);
         }
@@ -356,5 +374,35 @@ fn count_image(counts: &mut Vec<(String, u64)>, image: &str) {
     match counts.iter_mut().find(|(n, _)| n == image) {
         Some((_, c)) => *c += 1,
         None => counts.push((image.to_owned(), 1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A return address is looked up one byte back; on 32-bit Arm a Thumb one (bit 0 set)
+    /// lands inside the call too, not on the instruction after it.
+    #[test]
+    fn call_site_arm32_thumb_return_inside_call() {
+        // A 4-byte Thumb `bl` at 0x1000 returns to 0x1004, LR = 0x1005.
+        assert_eq!(call_site(Some(Arch::Arm), 0x1005) & !1, 0x1002);
+        // A 2-byte Thumb `blx r3` at 0x1000: LR = 0x1003.
+        assert_eq!(call_site(Some(Arch::Arm), 0x1003) & !1, 0x1000);
+        // An A32 `bl` at 0x1000: LR = 0x1004.
+        assert_eq!(call_site(Some(Arch::Arm), 0x1004) & !1, 0x1002);
+        assert_eq!(call_site(Some(Arch::X86_64), 0x1005), 0x1004);
+        assert_eq!(call_site(None, 0), 0);
+    }
+
+    /// The capture's `uname -m` and HEADER_ARCH names map to the instruction set.
+    #[test]
+    fn arch_named_arm32_names() {
+        for m in ["armv7l", "armv6l", "armv5tel", "armv8l", "armeb"] {
+            assert_eq!(arch_named(m), Some(Arch::Arm), "{m}");
+        }
+        assert_eq!(arch_named("arm64"), Some(Arch::Aarch64));
+        assert_eq!(arch_named("aarch64"), Some(Arch::Aarch64));
+        assert_eq!(arch_named("riscv64"), None);
     }
 }

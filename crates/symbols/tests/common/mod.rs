@@ -88,10 +88,14 @@ pub fn binutils_frames_with(
 /// Sections placed like the module loader does: core sections packed from one base, init
 /// sections in their own allocation.
 pub fn placement(ko: &Path) -> Placement {
+    placement_at(ko, 0xffff_ffff_c0a0_0000, 0xffff_ffff_c0b4_0000)
+}
+
+/// [`placement`] with the core sections from `core` and the init sections from `init` (a
+/// 32-bit kernel's module area: `0xbf00_0000`).
+pub fn placement_at(ko: &Path, mut core: u64, mut init: u64) -> Placement {
     let data = std::fs::read(ko).unwrap();
     let obj = object::File::parse(&data[..]).unwrap();
-    let mut core = 0xffff_ffff_c0a0_0000u64;
-    let mut init = 0xffff_ffff_c0b4_0000u64;
     let mut p = Placement::new();
     for s in obj.sections() {
         let object::SectionFlags::Elf { sh_flags } = s.flags() else {
