@@ -166,6 +166,7 @@ pub fn unwind(bytes: &[u8]) {
         sp,
         fp,
         lr: Some(lr),
+        arm32: None,
     };
     let _ = cfi.as_ref().map(|c| c.return_address_in_lr(pc_off));
     let out = u.unwind(&regs, stack, &mut |a| {
@@ -244,7 +245,7 @@ pub fn exidx(bytes: &[u8]) {
             }
         }
     }
-    let images = [MappedImage {
+    let mut images = [MappedImage {
         avma: 0..0x1_0000,
         place: Place::Table {
             table: &table,
@@ -255,6 +256,6 @@ pub fn exidx(bytes: &[u8]) {
         sp: r[13],
         bytes: stack,
     };
-    let out = unwind_stack(&Regs::sampled(r), &mem, &images[..]);
+    let out = unwind_stack(&Regs::sampled(r), &mem, &mut images[..]);
     assert!(out.frames.len() <= crate::exidx::MAX_FRAMES);
 }

@@ -86,6 +86,7 @@ pub fn symbol_file(bytes: &[u8]) {
             sp: 0x7fff_0000,
             fp: 0x7fff_0010,
             lr: Some(pc.wrapping_add(4)),
+            arm32: None,
         };
         let _ = unwinder.unwind(&regs, stack, &mut |_| Place::Cfi {
             name: "fuzz".into(),

@@ -16,6 +16,7 @@
 
 pub mod annotate;
 mod arch;
+pub use arch::Arch;
 pub mod capture;
 pub mod demangle;
 mod disasm;

@@ -1,6 +1,7 @@
 //! DWARF CFI unwinding of sampled user stacks (PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER,
 //! `perf record --call-graph dwarf`) with framehop, and the link-register rule for leaf
-//! functions on aarch64.
+//! functions on aarch64. 32-bit Arm stacks are unwound with their EHABI tables instead
+//! (`crate::exidx`, which framehop does not read).
 //!
 //! Sans-IO (unlike the file-opening parts of the library, docs/architecture.md): a [`Cfi`] is
 //! built from the bytes of an ELF file the caller read, a [`ProcessUnwinder`] asks the caller
@@ -12,6 +13,7 @@
 //! continued with invented callers.
 
 use crate::arch::Arch;
+use crate::exidx::{ExidxError, ExidxTable};
 use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
@@ -41,6 +43,8 @@ pub mod perf_regs {
     pub const ARM64_SP: u64 = 31;
     /// aarch64 `PERF_REG_ARM64_PC`.
     pub const ARM64_PC: u64 = 32;
+    /// 32-bit arm `PERF_REG_ARM_FP` (r11; Thumb code keeps its frame pointer in r7).
+    pub const ARM_FP: usize = 11;
 }
 
 /// The DWARF number of aarch64's link register x30, the return address column of its CIEs.
@@ -61,6 +65,9 @@ pub struct UnwindRegs {
     pub fp: u64,
     /// The link register (aarch64 x30), when sampled.
     pub lr: Option<u64>,
+    /// 32-bit Arm: all of r0-r15 as sampled (the EHABI opcodes read any of them, e.g.
+    /// `vsp = r7` in a function with a variable-size frame).
+    pub arm32: Option<crate::exidx::Regs>,
 }
 
 impl UnwindRegs {
@@ -74,14 +81,27 @@ impl UnwindRegs {
                 sp: get(X86_SP)?,
                 fp: get(X86_BP).unwrap_or(0),
                 lr: None,
+                arm32: None,
             }),
             Arch::Aarch64 => Some(Self {
                 pc: get(ARM64_PC)?,
                 sp: get(ARM64_SP)?,
                 fp: get(ARM64_FP).unwrap_or(0),
                 lr: get(ARM64_LR),
+                arm32: None,
             }),
-            Arch::Arm | Arch::Other => None,
+            Arch::Arm => {
+                let r = crate::exidx::Regs::from_perf(&get)?;
+                let reg = |n| r.get(n).map(u64::from);
+                Some(Self {
+                    pc: reg(crate::exidx::PC)?,
+                    sp: reg(crate::exidx::SP)?,
+                    fp: reg(ARM_FP).unwrap_or(0),
+                    lr: reg(crate::exidx::LR),
+                    arm32: Some(r),
+                })
+            }
+            Arch::Other => None,
         }
     }
 }
@@ -118,6 +138,8 @@ pub struct CfiSections {
     /// `(file offset, address, size)` of each PT_LOAD segment: where a mapping's page
     /// offset is in the file's addresses.
     pub segments: Vec<(u64, u64, u64)>,
+    /// 32-bit Arm: the EHABI table (`.ARM.exidx` + `.ARM.extab`), or why it does not parse.
+    pub exidx: Option<Result<ExidxTable, ExidxError>>,
 }
 
 /// The call frame information of one file, indexed: which addresses it covers, the framehop
@@ -132,6 +154,7 @@ pub struct Cfi {
     segments: Vec<(u64, u64, u64)>,
     indexed: Indexed,
     fdes: Vec<Fde>,
+    exidx: Option<Result<ExidxTable, ExidxError>>,
 }
 
 impl Cfi {
@@ -161,7 +184,12 @@ impl Cfi {
             segments: s.segments,
             indexed: Indexed::EhFrame,
             fdes: Vec::new(),
+            exidx: s.exidx,
         };
+        if arch == Arch::Arm {
+            // Unwound by its EHABI table alone: framehop has no 32-bit Arm unwinder.
+            return cfi.exidx.is_some().then_some(cfi);
+        }
         let bases = cfi.bases();
         if let Some((_, b)) = &cfi.eh_frame {
             let sec = EhFrame::new(&b[..], LittleEndian);
@@ -221,9 +249,19 @@ impl Cfi {
         (addr < f.end).then_some(f)
     }
 
-    /// Whether an FDE of the indexed section describes the code at `addr`.
+    /// Whether an FDE of the indexed section (on 32-bit Arm: an EHABI entry) describes the
+    /// code at `addr`.
     pub fn covers(&self, addr: u64) -> bool {
-        self.fde_at(addr).is_some()
+        match &self.exidx {
+            Some(Ok(t)) => u32::try_from(addr).is_ok_and(|a| matches!(t.lookup(a), Ok(Some(_)))),
+            Some(Err(_)) => false,
+            None => self.fde_at(addr).is_some(),
+        }
+    }
+
+    /// 32-bit Arm: the file's EHABI table, or why it does not parse.
+    pub fn exidx(&self) -> Option<&Result<ExidxTable, ExidxError>> {
+        self.exidx.as_ref()
     }
 
     /// aarch64: whether the return address of the function at `addr` is still in the link
@@ -312,6 +350,7 @@ pub fn sections_of(obj: &object::File<'_>, debug_frame: Option<Vec<u8>>) -> CfiS
     let arch = match obj.architecture() {
         object::Architecture::X86_64 => Arch::X86_64,
         object::Architecture::Aarch64 => Arch::Aarch64,
+        object::Architecture::Arm => Arch::Arm,
         _ => Arch::Other,
     };
     let bytes = |name: &str| {
@@ -336,6 +375,7 @@ pub fn sections_of(obj: &object::File<'_>, debug_frame: Option<Vec<u8>>) -> CfiS
         eh_frame_hdr: bytes(".eh_frame_hdr"),
         debug_frame: debug_frame.or_else(|| bytes(".debug_frame").map(|(_, b)| b)),
         segments,
+        exidx: ExidxTable::from_object(obj, None).transpose(),
     }
 }
 
@@ -385,6 +425,8 @@ pub struct Unwound {
 enum Inner {
     X86(UnwinderX86_64<Rc<[u8]>>, Box<CacheX86_64>),
     Arm(UnwinderAarch64<Rc<[u8]>>, Box<CacheAarch64>),
+    /// 32-bit Arm, by the images' EHABI tables (`crate::exidx::process`).
+    Arm32,
 }
 
 /// framehop's unwinder of one process, with the mappings added to it so far.
@@ -407,7 +449,8 @@ impl ProcessUnwinder {
         let inner = match arch {
             Arch::X86_64 => Inner::X86(UnwinderX86_64::new(), Box::new(CacheX86_64::new())),
             Arch::Aarch64 => Inner::Arm(UnwinderAarch64::new(), Box::new(CacheAarch64::new())),
-            Arch::Arm | Arch::Other => return None,
+            Arch::Arm => Inner::Arm32,
+            Arch::Other => return None,
         };
         Some(Self {
             inner,
@@ -422,6 +465,9 @@ impl ProcessUnwinder {
         stack: &[u8],
         place: &mut dyn FnMut(u64) -> Place,
     ) -> Unwound {
+        if matches!(self.inner, Inner::Arm32) {
+            return crate::exidx::process::unwind(regs, stack, place);
+        }
         let sp = regs.sp;
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
@@ -489,6 +535,7 @@ impl ProcessUnwinder {
             match &mut self.inner {
                 Inner::X86(u, _) => u.add_module(m),
                 Inner::Arm(u, _) => u.add_module(m),
+                Inner::Arm32 => {}
             }
         }
         Ok(())
@@ -509,12 +556,14 @@ impl ProcessUnwinder {
         let step = crate::quiet_panic::catch_quietly(|| match &mut self.inner {
             Inner::X86(u, c) => u.unwind_frame(addr, x86, c, read),
             Inner::Arm(u, c) => u.unwind_frame(addr, arm, c, read),
+            Inner::Arm32 => Ok(None),
         });
         step.unwrap_or_else(|| {
             // The rule cache may hold what the failed step left.
             match &mut self.inner {
                 Inner::X86(_, c) => **c = CacheX86_64::new(),
                 Inner::Arm(_, c) => **c = CacheAarch64::new(),
+                Inner::Arm32 => {}
             }
             Err(framehop::Error::IntegerOverflow)
         })
@@ -549,15 +598,20 @@ where
 mod tests {
     use super::*;
 
-    /// The perf register numbers pick PC, SP, FP (and LR on aarch64) out of sampled values.
+    /// The perf register numbers pick PC, SP, FP (and LR on the Arms) out of sampled values;
+    /// 32-bit Arm keeps all of r0-r15.
     #[test]
-    fn regs_perf_x86_64_and_aarch64_mapping() {
+    fn regs_perf_x86_64_aarch64_arm_mapping() {
         let x86 = UnwindRegs::from_perf(Arch::X86_64, |r| Some(100 + r)).unwrap();
         assert_eq!((x86.pc, x86.sp, x86.fp, x86.lr), (108, 107, 106, None));
         let arm = UnwindRegs::from_perf(Arch::Aarch64, |r| Some(100 + r)).unwrap();
         assert_eq!((arm.pc, arm.sp, arm.fp, arm.lr), (132, 131, 129, Some(130)));
         assert!(UnwindRegs::from_perf(Arch::Aarch64, |r| (r != 32).then_some(1)).is_none());
         assert!(UnwindRegs::from_perf(Arch::Other, |_| Some(1)).is_none());
+        let arm = UnwindRegs::from_perf(Arch::Arm, |r| (r < 16).then_some(100 + r)).unwrap();
+        assert_eq!((arm.pc, arm.sp, arm.fp, arm.lr), (115, 113, 111, Some(114)));
+        assert_eq!(arm.arm32.and_then(|r| r.get(7)), Some(107));
+        assert!(UnwindRegs::from_perf(Arch::Arm, |r| (r != 13).then_some(1)).is_none());
     }
 
     /// Random CFI bytes, registers and stacks end an unwind without a panic and with at
@@ -615,6 +669,7 @@ mod tests {
             sp: 0x7fff_0000,
             fp: 0,
             lr: None,
+            arm32: None,
         };
         let mut place = |a: u64| {
             if (base..base + 0x2000).contains(&a) {

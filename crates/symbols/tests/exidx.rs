@@ -259,7 +259,7 @@ fn function_at(exe: &[u8], addr: u32) -> Option<String> {
 }
 
 fn unwind_dump(table: &ExidxTable, dump: &Dump, stack: &[u8]) -> Unwound {
-    let images = [MappedImage {
+    let mut images = [MappedImage {
         avma: 0..u32::MAX,
         place: Place::Table { table, bias: 0 },
     }];
@@ -267,7 +267,7 @@ fn unwind_dump(table: &ExidxTable, dump: &Dump, stack: &[u8]) -> Unwound {
         sp: dump.regs[13],
         bytes: stack,
     };
-    unwind_stack(&Regs::sampled(dump.regs), &mem, &images[..])
+    unwind_stack(&Regs::sampled(dump.regs), &mem, &mut images[..])
 }
 
 /// Unwinds the dump of `chain.c` built with `mode`: exactly the recorded return addresses
@@ -375,7 +375,7 @@ fn walk(table: &Result<ExidxTable, ExidxError>, stack: &[u32]) -> Unwound {
         Ok(table) => Place::Table { table, bias: 0 },
         Err(e) => Place::Damaged(e),
     };
-    let images = [MappedImage {
+    let mut images = [MappedImage {
         avma: TEXT..TEXT + 0x1000,
         place,
     }];
@@ -386,7 +386,7 @@ fn walk(table: &Result<ExidxTable, ExidxError>, stack: &[u32]) -> Unwound {
         sp: SP,
         bytes: &bytes,
     };
-    unwind_stack(&Regs::sampled(r), &mem, &images[..])
+    unwind_stack(&Regs::sampled(r), &mem, &mut images[..])
 }
 
 /// The frames of an unwind as addresses.
@@ -572,4 +572,43 @@ fn parse_exidx_stripped_and_debug_files() {
     // readelf decodes fewer entries there: without symbols it cannot tell a generic
     // personality routine is GCC's.
     assert!(compare_with_readelf(&stripped) >= 100);
+}
+
+/// The same Thumb-2 dump through what the symbolizer calls for every `--call-graph dwarf`
+/// sample: `UnwindRegs::from_perf` of perf's arm register numbers, the image's `Cfi` (its
+/// EHABI table) and `ProcessUnwinder`. The frames are the recorded return addresses with the
+/// Thumb bit cleared, and `_start` ends the path as a root.
+#[test]
+fn unwind_process_static_thumb_chain_as_symbolizer() {
+    use kprof_symbols::unwind::{self, Cfi, ProcessUnwinder, UnwindRegs};
+    use kprof_symbols::Arch;
+    use std::rc::Rc;
+    let (exe, dump) = chain("-mthumb");
+    let bytes = std::fs::read(&exe).unwrap();
+    let cfi = Rc::new(Cfi::from_elf(&bytes).expect("the EHABI table as the image's CFI"));
+    assert_eq!(cfi.arch(), Arch::Arm);
+    let regs = UnwindRegs::from_perf(Arch::Arm, |n| {
+        dump.regs.get(n as usize).map(|&v| u64::from(v))
+    })
+    .unwrap();
+    let mut u = ProcessUnwinder::new(Arch::Arm).expect("an unwinder for 32-bit Arm");
+    let out = u.unwind(&regs, &dump.stack, &mut |_| unwind::Place::Cfi {
+        name: "chain".into(),
+        avma: 0..u64::from(u32::MAX),
+        base_avma: 0,
+        cfi: cfi.clone(),
+    });
+    let ras: Vec<u64> = dump.ras.iter().map(|&r| u64::from(r & !1)).collect();
+    assert_eq!(out.frames.get(1..5), Some(&ras[..]), "{out:?}");
+    assert_eq!(out.end, unwind::End::Root, "{out:?}");
+    let last = *out.frames.last().unwrap() as u32;
+    assert_eq!(function_at(&bytes, last - 1).as_deref(), Some("_start"));
+    // Without a stack copy the path is the sampled pc and stops, truncated.
+    let short = u.unwind(&regs, &[], &mut |_| unwind::Place::Cfi {
+        name: "chain".into(),
+        avma: 0..u64::from(u32::MAX),
+        base_avma: 0,
+        cfi: cfi.clone(),
+    });
+    assert_eq!(short.end, unwind::End::Truncated, "{short:?}");
 }

@@ -16,6 +16,7 @@
 
 mod exec;
 mod opcodes;
+pub(crate) mod process;
 mod table;
 mod walk;
 

@@ -132,6 +132,15 @@ impl ExidxTable {
     /// debug file where it is NOBITS).
     pub fn from_elf(data: &[u8]) -> Result<Option<Self>, ExidxError> {
         let obj = object::File::parse(data).map_err(|e| ExidxError::Elf(e.to_string()))?;
+        Self::from_object(&obj, Some(data))
+    }
+
+    /// [`ExidxTable::from_elf`] of a parsed file; the `PT_ARM_EXIDX` segment of a file
+    /// without sections is read only when its bytes `data` are given.
+    pub fn from_object(
+        obj: &object::File<'_>,
+        data: Option<&[u8]>,
+    ) -> Result<Option<Self>, ExidxError> {
         if obj.architecture() != object::Architecture::Arm || !obj.is_little_endian() {
             return Ok(None);
         }
@@ -146,7 +155,7 @@ impl ExidxTable {
         // only read in a file without that section.
         let exidx = match obj.section_by_name(".ARM.exidx") {
             Some(_) => section(".ARM.exidx"),
-            None => exidx_segment(data),
+            None => data.and_then(exidx_segment),
         };
         let Some(exidx) = exidx else {
             return Ok(None);
@@ -154,7 +163,7 @@ impl ExidxTable {
         Self::new(ExidxSections {
             exidx,
             extab: section(".ARM.extab"),
-            text_end: text_end(&obj),
+            text_end: text_end(obj),
         })
         .map(Some)
     }

@@ -31,8 +31,9 @@ pub enum Place<'a> {
 
 /// Maps a code address of the process to its image.
 pub trait Images {
-    /// The image `pc` is in.
-    fn place(&self, pc: u32) -> Place<'_>;
+    /// The image `pc` is in. `&mut`: an implementation may load what it returns on demand and
+    /// keep it; the walk holds a place only until it asks for the next.
+    fn place(&mut self, pc: u32) -> Place<'_>;
 }
 
 /// One executable mapping of an image: its run-time addresses and what the image has.
@@ -45,7 +46,7 @@ pub struct MappedImage<'a> {
 }
 
 impl Images for [MappedImage<'_>] {
-    fn place(&self, pc: u32) -> Place<'_> {
+    fn place(&mut self, pc: u32) -> Place<'_> {
         self.iter()
             .find(|m| m.avma.contains(&pc))
             .map_or(Place::Unmapped, |m| m.place)
@@ -144,7 +145,11 @@ pub struct Unwound {
 /// Unwinds from the sampled registers `regs` (r0-r15 of `PERF_SAMPLE_REGS_USER`) through
 /// the tables of `images`, reading saved registers from `stack` (the copy of
 /// `PERF_SAMPLE_STACK_USER`, from the sampled sp up).
-pub fn unwind_stack<I: Images + ?Sized>(regs: &Regs, stack: &dyn Memory, images: &I) -> Unwound {
+pub fn unwind_stack<I: Images + ?Sized>(
+    regs: &Regs,
+    stack: &dyn Memory,
+    images: &mut I,
+) -> Unwound {
     let mut regs = *regs;
     let mut frames = vec![Frame::of(regs.r[PC])];
     // The sampled pc is the instruction; a return address is after the call, whose last
