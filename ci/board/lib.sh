@@ -7,15 +7,17 @@
 #     build/mychardrv-1.0/          module build, unstripped mychardrv.ko
 #     build/mychardrv-writer-1.0/   the example program, unstripped (stripped in target/)
 #     target/                       initramfs root (stripped module, busybox, dropbear, agent)
-#     images/bzImage (x86_64) or images/Image (aarch64), images/rootfs.cpio.gz
+#     images/bzImage (x86_64), images/Image (aarch64) or images/zImage (armv7),
+#     images/rootfs.cpio.gz
 #     images/kprof-symbols/         what kprofctl gets as --symbols (links into build/)
 #     keys/id_ed25519               test key authorized for root on the board
 #   board/accel                     cached "kvm" or "tcg" for this machine (x86_64 board)
 #   board/debs-aarch64/<hash>/      unpacked arm64 Debian packages for the aarch64 rootfs
-# $KPROF_BOARD_STATE (default $KPROF_CACHE/board/run, board/run-aarch64 for the arm board)
-# holds pid, port and the serial log.
+#   board/debs-armv7/<hash>/        unpacked armhf Debian packages for the armv7 rootfs
+# $KPROF_BOARD_STATE (default $KPROF_CACHE/board/run, board/run-aarch64 and board/run-armv7
+# for the Arm boards) holds pid, port and the serial log.
 #
-# Every script sourcing this calls board_init "$@" first: it takes --arch x86_64|aarch64
+# Every script sourcing this calls board_init "$@" first: it takes --arch x86_64|aarch64|armv7
 # (default $KPROF_BOARD_ARCH, else x86_64) and sets the per-architecture variables.
 
 board_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,19 +34,22 @@ board_die() { echo "board: error: $*" >&2; exit 1; }
 board_packages=(linux-source-6.1 dropbear-bin cpio xz-utils bzip2 curl
   bc flex bison libelf-dev libssl-dev dwarves build-essential openssh-client util-linux)
 
-# usage: board_init [--arch x86_64|aarch64] (the script's own arguments). Sets
-#   board_arch          x86_64 or aarch64 (exported as KPROF_BOARD_ARCH for the helpers)
-#   board_image         kernel image name under images/ (bzImage, Image)
+# usage: board_init [--arch x86_64|aarch64|armv7] (the script's own arguments). Sets
+#   board_arch          x86_64, aarch64 or armv7 (exported as KPROF_BOARD_ARCH for the helpers)
+#   board_image         kernel image name under images/ (bzImage, Image, zImage)
 #   board_rust_target   the agent's Rust target
-#   KPROF_BOARD_STATE   default $board_cache/run (x86_64), $board_cache/run-aarch64
+#   board_cross         the Arm boards' CROSS_COMPILE prefix (Debian's cross gcc)
+#   board_kfrag         the kernel arch of meta-kprof's kprof-<arch>.cfg (Arm boards)
+#   board_deb_arch      the Debian architecture of the Arm boards' userland packages
+#   KPROF_BOARD_STATE   default $board_cache/run (x86_64), $board_cache/run-<arch>
 board_init() {
   board_arch=${KPROF_BOARD_ARCH:-x86_64}
   while [ $# -gt 0 ]; do
     case $1 in
-      --arch) [ $# -ge 2 ] || board_die "--arch needs a value (x86_64 or aarch64)"
+      --arch) [ $# -ge 2 ] || board_die "--arch needs a value (x86_64, aarch64 or armv7)"
         board_arch=$2; shift 2 ;;
       --arch=*) board_arch=${1#--arch=}; shift ;;
-      *) board_die "unknown argument $1 (usage: $(basename "$0") [--arch x86_64|aarch64])" ;;
+      *) board_die "unknown argument $1 (usage: $(basename "$0") [--arch x86_64|aarch64|armv7])" ;;
     esac
   done
   case $board_arch in
@@ -54,10 +59,17 @@ board_init() {
       board_packages+=(qemu-system-x86) ;;
     aarch64|arm64)
       board_arch=aarch64 board_image=Image board_rust_target=aarch64-unknown-linux-gnu
+      board_cross=aarch64-linux-gnu- board_kfrag=arm64 board_deb_arch=arm64
       KPROF_BOARD_STATE=${KPROF_BOARD_STATE:-$board_cache/run-aarch64}
       board_packages+=(qemu-system-arm qemu-user-static gcc-aarch64-linux-gnu
         binutils-aarch64-linux-gnu libc6-dev-arm64-cross) ;;
-    *) board_die "unsupported board architecture '$board_arch' (x86_64 or aarch64)" ;;
+    armv7|arm|armhf|armv7l)
+      board_arch=armv7 board_image=zImage board_rust_target=armv7-unknown-linux-gnueabihf
+      board_cross=arm-linux-gnueabihf- board_kfrag=arm board_deb_arch=armhf
+      KPROF_BOARD_STATE=${KPROF_BOARD_STATE:-$board_cache/run-armv7}
+      board_packages+=(qemu-system-arm qemu-user-static gcc-arm-linux-gnueabihf
+        binutils-arm-linux-gnueabihf libc6-dev-armhf-cross device-tree-compiler) ;;
+    *) board_die "unsupported board architecture '$board_arch' (x86_64, aarch64 or armv7)" ;;
   esac
   export KPROF_BOARD_ARCH=$board_arch
 }
@@ -89,17 +101,17 @@ pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo none; }
 board_kernel_recipe=1
 
 # Input key: the source package, both fragments, the config and build scripts, the compiler.
-# The x86_64 key is computed exactly as before the aarch64 board existed; the aarch64 one
-# names the architecture and covers the arm64 scripts, fragments and cross compiler.
+# The x86_64 key is computed exactly as before the aarch64 board existed; an Arm board's
+# names the architecture and covers its scripts, fragments and cross compiler.
 board_input_hash() {
   if [ "$board_arch" != x86_64 ]; then
     {
       echo "arch $board_arch"
       echo "linux-source-6.1 $(pkg_version linux-source-6.1) recipe $board_kernel_recipe"
-      aarch64-linux-gnu-gcc --version | head -n1
+      "${board_cross}gcc" --version | head -n1
       sha256sum "$board_here/build-kernel-$board_arch" "$board_here/kernel-config-$board_arch" \
         "$board_here/qemu-$board_arch.cfg" "$board_here/check-kconfig" \
-        "$kprof_cfg" "${kprof_cfg%.cfg}-arm64.cfg" | cut -d' ' -f1
+        "$kprof_cfg" "${kprof_cfg%.cfg}-$board_kfrag.cfg" | cut -d' ' -f1
     } | sha256sum | cut -c1-16
     return 0
   fi
@@ -254,12 +266,13 @@ board_agent() {
   fi
 }
 
-# Where the board's userland comes from: the host itself for x86_64; for aarch64, Debian's arm64
-# packages unpacked (dpkg-deb -x, nothing installed, dpkg's architectures untouched) by
-# ci/apt-multiarch into $board_cache/debs-aarch64/<hash of the package versions>.
+# Where the board's userland comes from: the host itself for x86_64; for aarch64 (armv7),
+# Debian's arm64 (armhf) packages unpacked (dpkg-deb -x, nothing installed, dpkg's
+# architectures untouched) by ci/apt-multiarch into
+# $board_cache/debs-<board arch>/<hash of the package versions>.
 # dropbear is dynamic: its libraries (and scp's) are in the list; build-rootfs fails naming
 # any library the dynamic loader cannot find there.
-board_arm64_debs=(dropbear-bin openssh-client libc6 libcrypt1 libtomcrypt1
+board_arm_debs=(dropbear-bin openssh-client libc6 libcrypt1 libtomcrypt1
   libtommath1 libgmp10 zlib1g)
 board_userland() {
   if [ "$board_arch" = x86_64 ]; then
@@ -267,15 +280,18 @@ board_userland() {
     return 0
   fi
   local specs=() versions p v hash root
-  versions=$("$board_top/ci/apt-multiarch" version "${board_arm64_debs[@]/%/:arm64}") ||
-    board_die "arm64 packages missing: ${board_arm64_debs[*]}"
+  # One list set per foreign architecture (ci/apt-multiarch): an armhf index that fails
+  # verification cannot hide a suite from the arm64 board's fetch.
+  export KPROF_APT_FOREIGN_ARCH=$board_deb_arch
+  versions=$("$board_top/ci/apt-multiarch" version "${board_arm_debs[@]/%/:$board_deb_arch}") ||
+    board_die "$board_deb_arch packages missing: ${board_arm_debs[*]}"
   while read -r p v; do specs+=("$p=$v"); done <<<"$versions"
   hash=$(printf '%s\n' "${specs[@]}" | sha256sum | cut -c1-16)
-  root=$board_cache/debs-aarch64/$hash
+  root=$board_cache/debs-$board_arch/$hash
   if [ ! -d "$root" ]; then
-    board_log "fetching the arm64 userland: ${specs[*]}"
+    board_log "fetching the $board_deb_arch userland: ${specs[*]}"
     "$board_top/ci/apt-multiarch" unpack "$root" "${specs[@]}" >&2 ||
-      board_die "could not fetch the arm64 packages ${specs[*]}"
+      board_die "could not fetch the $board_deb_arch packages ${specs[*]}"
   fi
   echo "$root"
 }
@@ -301,10 +317,12 @@ board_ensure_rootfs() {
 }
 
 # Digest of what the board boots, to tell whether a running board is still current (for
-# aarch64 that includes whether QEMU counts instructions, KPROF_BOARD_ICOUNT).
+# aarch64 that includes whether QEMU counts instructions, KPROF_BOARD_ICOUNT; for armv7 the
+# CPU QEMU models, KPROF_BOARD_CPU).
 board_image_digest() {
   local dir=$1
   { [ "$board_arch" = x86_64 ] || echo "icount ${KPROF_BOARD_ICOUNT:-0}"
+    if [ "$board_arch" = armv7 ]; then echo "cpu ${KPROF_BOARD_CPU:-$board_armv7_cpu}"; fi
     sha256sum "$dir/images/$board_image" | cut -d' ' -f1
     (cd "$dir/target" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     (cd "$dir/target" && find . -type l -printf '%p %l\n' | LC_ALL=C sort)
@@ -352,6 +370,12 @@ board_qemu_start() {
     [ "${KPROF_BOARD_ICOUNT:-0}" = 1 ] && machine_args=(qemu-system-aarch64 -machine virt -accel tcg
       -cpu cortex-a57 -icount shift=0)
     machine_args+=(-kernel "$dir/images/Image" -append "console=ttyAMA0 panic=-1 loglevel=6")
+  elif [ "$board_arch" = armv7 ]; then
+    local cpu=${KPROF_BOARD_CPU:-$board_armv7_cpu} dtb
+    machine_args=(qemu-system-arm -machine virt -accel tcg -cpu "$cpu"
+      -kernel "$dir/images/zImage" -append "console=ttyAMA0 panic=-1 loglevel=6")
+    dtb=$(board_armv7_dtb "$cpu") || return 1
+    [ -z "$dtb" ] || machine_args+=(-dtb "$dtb")
   else
     machine_args=(qemu-system-x86_64 -machine q35 -accel tcg -cpu max)
     [ "$accel" = kvm ] && machine_args=(qemu-system-x86_64 -machine q35 -enable-kvm -cpu host)
@@ -362,6 +386,36 @@ board_qemu_start() {
     -device virtio-rng-pci \
     -display none -monitor none -serial "file:$console" -no-reboot \
     -daemonize -pidfile "$KPROF_BOARD_STATE/qemu.pid" 2>"$KPROF_BOARD_STATE/qemu.err" 7>&- 8>&- 9>&-
+}
+
+# The armv7 board's CPU (KPROF_BOARD_CPU overrides it). QEMU's cortex-a15 (and a7, a9) model
+# no PMU: its device tree has no pmu node and only cpu-clock samples. `max` (an AArch32
+# Cortex-A57) has the PMUv3 QEMU emulates, which the device tree names arm,armv8-pmuv3; Linux
+# 6.1 has no arm32 driver for that compatible (drivers/perf/arm_pmuv3.c serves arm32 only
+# from 6.4), so board_armv7_dtb renames it. Measured: docs/virtual-board.md, "armv7 board".
+board_armv7_cpu=max
+
+# Prints the device tree the armv7 board boots with CPU $1, or nothing for QEMU's own. When
+# QEMU describes a PMUv3 (arm,armv8-pmuv3), the tree is QEMU's own (dumped with the board's
+# -smp/-m) with that node's compatible changed to arm,cortex-a15-pmu: 6.1's ARMv7 PMU driver
+# (arch/arm/kernel/perf_event_v7.c) then binds it, as vendor trees do for 32-bit kernels on
+# ARMv8 cores; PMUv3's AArch32 registers and the common event numbers (0x11 cycles, 0x08
+# instructions) are those of the ARMv7 PMU. Said on stderr, never silently.
+board_armv7_dtb() {
+  local cpu=$1 raw=$KPROF_BOARD_STATE/virt-$1.dtb.qemu dtb=$KPROF_BOARD_STATE/virt-$1.dtb dts
+  command -v dtc >/dev/null || { echo "board: dtc missing (apt-get install device-tree-compiler)" >&2; return 1; }
+  rm -f "$raw" "$dtb"
+  qemu-system-arm -machine "virt,dumpdtb=$raw" -accel tcg -cpu "$cpu" -smp 2 -m 512M \
+    -display none >/dev/null 2>&1 || { echo "board: qemu-system-arm -cpu $cpu could not dump its device tree" >&2; return 1; }
+  dts=$(dtc -q -I dtb -O dts "$raw") || { echo "board: dtc cannot read QEMU's device tree $raw" >&2; return 1; }
+  if ! grep -q '"arm,armv8-pmuv3"' <<<"$dts"; then
+    board_log "armv7: QEMU's -cpu $cpu device tree has no PMU node: booting it as is (cpu-clock only)"
+    return 0
+  fi
+  dtc -q -I dts -O dtb -o "$dtb" - <<<"${dts//\"arm,armv8-pmuv3\"/\"arm,cortex-a15-pmu\"}" ||
+    { echo "board: dtc could not rewrite $raw" >&2; return 1; }
+  board_log "armv7: -cpu $cpu's PMUv3 node renamed arm,armv8-pmuv3 -> arm,cortex-a15-pmu in $dtb (6.1 arm32 has no armv8-pmuv3 driver)"
+  echo "$dtb"
 }
 
 board_stop() {

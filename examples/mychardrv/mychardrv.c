@@ -62,10 +62,11 @@ static unsigned int read_delay_ms = 20;
 module_param(read_delay_ms, uint, 0644);
 MODULE_PARM_DESC(read_delay_ms, "Simulated device latency of each read() in ms (default 20, 0: none)");
 
+/* value first: on 32-bit Arm (AEABI) a u64 after a 4-byte pointer is padded to offset 8. */
 struct mychardrv_node {
-	struct mychardrv_node *next;
 	u64 value;
-	u8 pad[MYCHARDRV_NODE_SIZE - sizeof(void *) - sizeof(u64)];
+	struct mychardrv_node *next;
+	u8 pad[MYCHARDRV_NODE_SIZE - sizeof(u64) - sizeof(void *)];
 };
 
 static_assert(sizeof(struct mychardrv_node) == MYCHARDRV_NODE_SIZE);
