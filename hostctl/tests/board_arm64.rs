@@ -48,29 +48,6 @@ fn manifest(capture: &Path) -> serde_json::Value {
     serde_json::from_slice(&archived(capture, "manifest.json")).unwrap()
 }
 
-/// The lines of mychardrv.c inside char_dev_cache_traverse's loop (`while (steps--) { ... }`).
-fn traverse_loop_lines(symbols: &Path) -> std::ops::RangeInclusive<u64> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(here.join("../examples/mychardrv/mychardrv.c"))
-        .or_else(|_| {
-            let ko = find_file(symbols, "mychardrv.ko").unwrap();
-            std::fs::read_to_string(ko.with_file_name("mychardrv.c"))
-        })
-        .unwrap();
-    let lines: Vec<&str> = src.lines().collect();
-    let def = lines
-        .iter()
-        .position(|l| l.contains("char_dev_cache_traverse(struct"))
-        .expect("definition of char_dev_cache_traverse");
-    let open = def
-        + lines[def..]
-            .iter()
-            .position(|l| l.contains("while ("))
-            .unwrap();
-    let close = open + lines[open..].iter().position(|l| l.trim() == "}").unwrap();
-    (open as u64 + 1)..=(close as u64 + 1)
-}
-
 /// `_text` of the vmlinux kprofctl symbolizes with (link-time address, before KASLR).
 fn vmlinux_text(symbols: &Path) -> u64 {
     let vmlinux = find_file(symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
@@ -154,7 +131,7 @@ fn board_arm64_day_default_cycles_top_function_line_and_callers() {
         "{top}"
     );
     let line = hot["line"].as_u64().unwrap_or(0);
-    let lines = traverse_loop_lines(&board.symbols);
+    let lines = board::traverse_loop_lines(&board.symbols);
     assert!(
         lines.contains(&line),
         "hot line {line} not in the loop {lines:?}: {top}"

@@ -278,6 +278,29 @@ pub fn check_day_callers(board: &Board, capture: &Path) {
     );
 }
 
+/// The lines of mychardrv.c inside char_dev_cache_traverse's loop (`while (steps--) { ... }`).
+pub fn traverse_loop_lines(symbols: &Path) -> std::ops::RangeInclusive<u64> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(here.join("../../examples/mychardrv/mychardrv.c"))
+        .or_else(|_| {
+            let ko = find_file(symbols, "mychardrv.ko").unwrap();
+            std::fs::read_to_string(ko.with_file_name("mychardrv.c"))
+        })
+        .unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let def = lines
+        .iter()
+        .position(|l| l.contains("char_dev_cache_traverse(struct"))
+        .expect("definition of char_dev_cache_traverse");
+    let open = def
+        + lines[def..]
+            .iter()
+            .position(|l| l.contains("while ("))
+            .unwrap();
+    let close = open + lines[open..].iter().position(|l| l.trim() == "}").unwrap();
+    (open as u64 + 1)..=(close as u64 + 1)
+}
+
 /// `report --callers FUNCTION --format json` against the Buildroot-like output dir
 /// (`KPROF_BOARD_BUILDROOT`: vmlinux, modules, and the image's user files by build-id).
 pub fn callers_json(board: &Board, capture: &Path, function: &str) -> serde_json::Value {

@@ -1,0 +1,109 @@
+//! The user's day on the armv7 QEMU board (`ci/board/up --arch armv7`): a Thumb-2 6.1 kernel on
+//! QEMU's `virt` with the Cortex-A15 PMU, the static armv7 agent, and the host symbolizing
+//! 32-bit Arm (REL-relocated module DWARF, Thumb symbols, A32/Thumb-2 disassembly): must-hold 1
+//! of the armv7 issue.
+//!
+//! Environment, as `ci/board/up --arch armv7` prints it: `KPROF_BOARD`, `KPROF_BOARD_SYMBOLS`,
+//! `KPROF_BOARD_KEY` (see `board_day.rs`). Run one at a time:
+//! `cargo test -p kprofctl --test board_armv7 -- --ignored --test-threads=1`.
+
+use kprof_test_support::board::{self, report_json, Board};
+use kprof_test_support::outcome;
+
+/// The board, refusing to go on if it is not the armv7 one.
+fn armv7_board() -> Board {
+    let board = Board::from_env(env!("CARGO_BIN_EXE_kprofctl"));
+    let machine = board.ssh("uname -m");
+    assert_eq!(
+        machine.trim(),
+        "armv7l",
+        "KPROF_BOARD is not the armv7 board"
+    );
+    board
+}
+
+/// Must hold 1: `kprofctl run … -- sh -c 'echo 10000 > /dev/mychardrv'` and `fetch` on the
+/// armv7 board. The agent samples `cycles` (the board's PMU has it); char_dev_cache_traverse
+/// tops mychardrv.ko on a line of its loop; its callers are the kernel's write path (vmlinux
+/// functions with file:line, unwound by the Thumb-2 kernel's own tables) from the shell's
+/// system call; `--annotate` shows the loop's source over Thumb-2 instructions.
+#[test]
+#[ignore = "needs the armv7 QEMU board (ci/board/up --arch armv7)"]
+fn board_armv7_day_cycles_top_function_line_and_callers() {
+    let board = armv7_board();
+    let (capture, run_err) = board.run_capture(&[]);
+    assert!(
+        run_err.contains("matches"),
+        "kernel build-id check:\n{run_err}"
+    );
+    assert!(
+        run_err.contains("cycles"),
+        "no word of the event:\n{run_err}"
+    );
+    let local = board::fetch_day(&board, &capture);
+
+    let json = report_json(&board, &local, &board.symbols, &["--image", "mychardrv.ko"]);
+    assert_eq!(json["events"][0]["name"], "cycles", "{:#}", json["events"]);
+    let top = &json["functions"][0];
+    assert_eq!(top["symbol"], "char_dev_cache_traverse", "{top:#}");
+    let hot = &top["hot_line"];
+    assert!(
+        hot["file"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("mychardrv.c"),
+        "{top}"
+    );
+    let line = hot["line"].as_u64().unwrap_or(0);
+    let lines = board::traverse_loop_lines(&board.symbols);
+    assert!(
+        lines.contains(&line),
+        "hot line {line} not in the loop {lines:?}: {top}"
+    );
+
+    let (ok, tree, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(&local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--callers", "char_dev_cache_traverse"]),
+    );
+    assert!(ok, "{err}");
+    for needle in [
+        "mychardrv_write (mychardrv.ko)",
+        "vfs_write (vmlinux)",
+        "ksys_write (vmlinux)",
+        "(busybox)",
+    ] {
+        assert!(tree.contains(needle), "`{needle}` missing from:\n{tree}");
+    }
+    assert!(
+        tree.lines()
+            .any(|l| l.contains("vfs_write") && l.contains(".c:")),
+        "no file:line on the kernel write path:\n{tree}"
+    );
+    assert!(
+        !tree.contains('$'),
+        "a mapping symbol shown as a name:\n{tree}"
+    );
+
+    let (ok, ann, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(&local)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(["--annotate", "char_dev_cache_traverse"]),
+    );
+    assert!(ok, "{err}");
+    assert!(ann.contains("while (steps--)"), "no loop source:\n{ann}");
+    // Thumb-2 loads (the 64-bit field is loaded as a pair) and no undecoded bytes in the loop.
+    assert!(
+        ann.split_whitespace()
+            .any(|w| w == "ldr" || w == "ldrd" || w == "ldr.w"),
+        "no Thumb-2 load in:\n{ann}"
+    );
+}
