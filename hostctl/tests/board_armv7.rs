@@ -1,14 +1,16 @@
 //! The user's day on the armv7 QEMU board (`ci/board/up --arch armv7`): a Thumb-2 6.1 kernel on
 //! QEMU's `virt` with the Cortex-A15 PMU, the static armv7 agent, and the host symbolizing
-//! 32-bit Arm (REL-relocated module DWARF, Thumb symbols, A32/Thumb-2 disassembly): must-hold 1
-//! of the armv7 issue.
+//! 32-bit Arm (REL-relocated module DWARF, Thumb symbols, A32/Thumb-2 disassembly): must-holds 1
+//! and 3 of the armv7 issue.
 //!
 //! Environment, as `ci/board/up --arch armv7` prints it: `KPROF_BOARD`, `KPROF_BOARD_SYMBOLS`,
 //! `KPROF_BOARD_KEY` (see `board_day.rs`). Run one at a time:
 //! `cargo test -p kprofctl --test board_armv7 -- --ignored --test-threads=1`.
 
-use kprof_test_support::board::{self, report_json, Board};
+use kprof_test_support::board::{self, find_file, report_json, Board};
 use kprof_test_support::outcome;
+use std::path::Path;
+use std::process::Command;
 
 /// The board, refusing to go on if it is not the armv7 one.
 fn armv7_board() -> Board {
@@ -100,10 +102,62 @@ fn board_armv7_day_cycles_top_function_line_and_callers() {
     );
     assert!(ok, "{err}");
     assert!(ann.contains("while (steps--)"), "no loop source:\n{ann}");
-    // Thumb-2 loads (the 64-bit field is loaded as a pair) and no undecoded bytes in the loop.
+    // Thumb-2 loads of the list nodes.
     assert!(
         ann.split_whitespace()
             .any(|w| w == "ldr" || w == "ldrd" || w == "ldr.w"),
         "no Thumb-2 load in:\n{ann}"
     );
+
+    // Must hold 3: Linux perf on this (x86_64) host reads the armv7 capture's perf.data, with
+    // the capture's kallsyms and the board's vmlinux, and puts the same function on top of
+    // the module.
+    assert_eq!(
+        perf_top_in_module(&local, &board.symbols),
+        "char_dev_cache_traverse"
+    );
+}
+
+/// The first `[mychardrv]` function of `perf report --sort dso,sym` on the capture's
+/// perf.data, with its kallsyms snapshot and the board's vmlinux.
+fn perf_top_in_module(capture: &Path, symbols: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("tar")
+        .arg("xzf")
+        .arg(capture)
+        .arg("-C")
+        .arg(dir.path())
+        .args(["perf.data", "kallsyms"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let vmlinux = find_file(symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
+    let (ok, report, err) = outcome(
+        Command::new("perf")
+            .current_dir(dir.path())
+            .args([
+                "report",
+                "-i",
+                "perf.data",
+                "--stdio",
+                "--no-children",
+                "-g",
+                "none",
+            ])
+            .args(["--sort", "dso,sym", "--kallsyms", "kallsyms", "--vmlinux"])
+            .arg(&vmlinux),
+    );
+    assert!(ok, "perf report: {err}");
+    report
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4 && f[1] == "[mychardrv]").then(|| f[3].to_string())
+        })
+        .unwrap_or_else(|| panic!("no [mychardrv] row in perf report:\n{report}"))
 }
