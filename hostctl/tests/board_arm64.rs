@@ -121,35 +121,12 @@ fn board_arm64_day_default_cycles_top_function_line_and_callers() {
     );
 
     let top = top_in_module(&board, &local, None);
-    assert_eq!(top["symbol"], "char_dev_cache_traverse", "{top:#}");
-    let hot = &top["hot_line"];
-    assert!(
-        hot["file"]
-            .as_str()
-            .unwrap_or_default()
-            .ends_with("mychardrv.c"),
-        "{top}"
-    );
-    let line = hot["line"].as_u64().unwrap_or(0);
-    let lines = board::traverse_loop_lines(&board.symbols);
-    assert!(
-        lines.contains(&line),
-        "hot line {line} not in the loop {lines:?}: {top}"
-    );
+    board::check_top_on_loop_line(&board, &top);
 
     board::check_day_callers(&board, &local);
 
     // --annotate: the loop's source lines with AArch64 disassembly under them.
-    let (ok, ann, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(&local)
-            .arg("--symbols")
-            .arg(&board.symbols)
-            .args(["--annotate", "char_dev_cache_traverse"]),
-    );
-    assert!(ok, "{err}");
+    let ann = board::report_text(&board, &local, &["--annotate", "char_dev_cache_traverse"]);
     assert!(ann.contains("while (steps--)"), "no loop source:\n{ann}");
     for mnemonic in ["ldr", "ldp", "ret"] {
         assert!(

@@ -46,33 +46,9 @@ fn board_armv7_day_cycles_top_function_line_and_callers() {
 
     let json = report_json(&board, &local, &board.symbols, &["--image", "mychardrv.ko"]);
     assert_eq!(json["events"][0]["name"], "cycles", "{:#}", json["events"]);
-    let top = &json["functions"][0];
-    assert_eq!(top["symbol"], "char_dev_cache_traverse", "{top:#}");
-    let hot = &top["hot_line"];
-    assert!(
-        hot["file"]
-            .as_str()
-            .unwrap_or_default()
-            .ends_with("mychardrv.c"),
-        "{top}"
-    );
-    let line = hot["line"].as_u64().unwrap_or(0);
-    let lines = board::traverse_loop_lines(&board.symbols);
-    assert!(
-        lines.contains(&line),
-        "hot line {line} not in the loop {lines:?}: {top}"
-    );
+    board::check_top_on_loop_line(&board, &json["functions"][0]);
 
-    let (ok, tree, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(&local)
-            .arg("--symbols")
-            .arg(&board.symbols)
-            .args(["--callers", "char_dev_cache_traverse"]),
-    );
-    assert!(ok, "{err}");
+    let tree = board::report_text(&board, &local, &["--callers", "char_dev_cache_traverse"]);
     for needle in [
         "mychardrv_write (mychardrv.ko)",
         "vfs_write (vmlinux)",
@@ -91,16 +67,7 @@ fn board_armv7_day_cycles_top_function_line_and_callers() {
         "a mapping symbol shown as a name:\n{tree}"
     );
 
-    let (ok, ann, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(&local)
-            .arg("--symbols")
-            .arg(&board.symbols)
-            .args(["--annotate", "char_dev_cache_traverse"]),
-    );
-    assert!(ok, "{err}");
+    let ann = board::report_text(&board, &local, &["--annotate", "char_dev_cache_traverse"]);
     assert!(ann.contains("while (steps--)"), "no loop source:\n{ann}");
     // Thumb-2 loads of the list nodes.
     assert!(

@@ -248,16 +248,7 @@ pub fn fetch_day(board: &Board, capture: &str) -> PathBuf {
 /// mychardrv_write and the kernel's write path, vmlinux frames with file:line, up to the
 /// shell's echo builtin that wrote (busybox's echo_main and ash_main, named by its symbols).
 pub fn check_day_callers(board: &Board, capture: &Path) {
-    let (ok, tree, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(capture)
-            .arg("--symbols")
-            .arg(&board.symbols)
-            .args(["--callers", "char_dev_cache_traverse"]),
-    );
-    assert!(ok, "{err}");
+    let tree = report_text(board, capture, &["--callers", "char_dev_cache_traverse"]);
     for needle in [
         "char_dev_cache_traverse",
         "mychardrv_write",
@@ -299,6 +290,42 @@ pub fn traverse_loop_lines(symbols: &Path) -> std::ops::RangeInclusive<u64> {
             .unwrap();
     let close = open + lines[open..].iter().position(|l| l.trim() == "}").unwrap();
     (open as u64 + 1)..=(close as u64 + 1)
+}
+
+/// `kprofctl report CAPTURE --symbols KPROF_BOARD_SYMBOLS ARGS...`, which must succeed: its
+/// stdout.
+pub fn report_text(board: &Board, capture: &Path, args: &[&str]) -> String {
+    let (ok, out, err) = outcome(
+        board
+            .kprofctl()
+            .arg("report")
+            .arg(capture)
+            .arg("--symbols")
+            .arg(&board.symbols)
+            .args(args),
+    );
+    assert!(ok, "kprofctl report {args:?}: {err}");
+    out
+}
+
+/// The day's top function of mychardrv.ko (`top`, a `functions` entry of the JSON report) is
+/// char_dev_cache_traverse, hottest on a line of its loop in mychardrv.c.
+pub fn check_top_on_loop_line(board: &Board, top: &serde_json::Value) {
+    assert_eq!(top["symbol"], "char_dev_cache_traverse", "{top:#}");
+    let hot = &top["hot_line"];
+    assert!(
+        hot["file"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("mychardrv.c"),
+        "{top}"
+    );
+    let line = hot["line"].as_u64().unwrap_or(0);
+    let lines = traverse_loop_lines(&board.symbols);
+    assert!(
+        lines.contains(&line),
+        "hot line {line} not in the loop {lines:?}: {top}"
+    );
 }
 
 /// `report --callers FUNCTION --format json` against the Buildroot-like output dir
