@@ -206,7 +206,7 @@ fn decode_exidx_every_opcode_matches_readelf() {
 }
 
 /// What the static program of `chain.c` recorded in its innermost function.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Dump {
     regs: [u32; 16],
     /// The return addresses of c, b, a and main, innermost first.
@@ -217,6 +217,21 @@ struct Dump {
 /// Builds `chain.c` statically (`-O2 -g`, `mode`) and runs it under qemu-arm-static: the
 /// binary and its dump.
 fn chain(mode: &str) -> (PathBuf, Dump) {
+    // Several tests use the same mode in parallel: it is built and run once, so that no test
+    // reads a binary or a dump another is rewriting.
+    type Built = Vec<(String, PathBuf, Dump)>;
+    static BUILT: std::sync::Mutex<Built> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe, dump)) = built.iter().find(|(m, _, _)| m == mode) {
+        return (exe.clone(), dump.clone());
+    }
+    let (exe, dump) = build_and_run_chain(mode);
+    built.push((mode.to_string(), exe.clone(), dump.clone()));
+    (exe, dump)
+}
+
+/// [`chain`]'s work: the build and the run under qemu-arm-static.
+fn build_and_run_chain(mode: &str) -> (PathBuf, Dump) {
     let exe = work().join(format!("chain{mode}"));
     let flags = [
         "-static",
