@@ -283,8 +283,16 @@ fn board_arm64_raw_and_period_events_ratio_one_missing_refused() {
     };
     let (cov_raw, cov_cycles) = (coverage(&ev[0]), coverage(&ev[1]));
     let expected = cov_raw / cov_cycles;
+    // The ratio of two sample counts (a, b) strays from its expectation by about
+    // sqrt(1/a + 1/b) (Poisson); three times that, not a fixed 15 %, which ~120 samples on the
+    // slower side missed one run in six (seen once: 286/123 gave 1.16, 1.8 sigma).
+    let (a, b) = (
+        counts[0].as_u64().unwrap_or(1).max(1) as f64,
+        counts[1].as_u64().unwrap_or(1).max(1) as f64,
+    );
+    let tolerance = 3.0 * (1.0 / a + 1.0 / b).sqrt();
     assert!(
-        (ratio / expected - 1.0).abs() < 0.15,
+        (ratio / expected - 1.0).abs() < tolerance,
         "r11/cycles = {ratio}, the counters' coverage says {expected} ({cov_raw}/{cov_cycles}): {top}"
     );
     let warnings = json["warnings"].to_string();
