@@ -1,7 +1,8 @@
 //! DWARF CFI unwinding of sampled user stacks (PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER,
 //! `perf record --call-graph dwarf`) with framehop, and the link-register rule for leaf
-//! functions on aarch64. 32-bit Arm stacks are unwound with their EHABI tables instead
-//! (`crate::exidx`, which framehop does not read).
+//! functions on aarch64. 32-bit Arm stacks, which framehop does not unwind, are walked by
+//! `crate::exidx`: by an image's DWARF CFI where it has a row for the code (the rows of
+//! [`Cfi::row_at`]), else by its EHABI table.
 //!
 //! Sans-IO (unlike the file-opening parts of the library, docs/architecture.md): a [`Cfi`] is
 //! built from the bytes of an ELF file the caller read, a [`ProcessUnwinder`] asks the caller
@@ -19,7 +20,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use gimli::{
     BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, Register,
-    RegisterRule, UnwindContext, UnwindSection,
+    RegisterRule, UnwindContext, UnwindSection, UnwindTableRow,
 };
 use object::{Object, ObjectSection, ObjectSegment};
 use std::collections::HashSet;
@@ -158,8 +159,8 @@ pub struct Cfi {
 }
 
 impl Cfi {
-    /// Indexes the sections; `None` for an architecture other than x86_64 and aarch64 or
-    /// without any FDE.
+    /// Indexes the sections; `None` for an architecture other than x86_64, aarch64 and arm,
+    /// or without any FDE (on arm: without an FDE and without an EHABI table).
     pub fn new(s: CfiSections) -> Option<Self> {
         let arch = s.arch.filter(|a| *a != Arch::Other)?;
         let range = |addr: u64, len: usize| addr..addr.saturating_add(len as u64);
@@ -186,10 +187,6 @@ impl Cfi {
             fdes: Vec::new(),
             exidx: s.exidx,
         };
-        if arch == Arch::Arm {
-            // Unwound by its EHABI table alone: framehop has no 32-bit Arm unwinder.
-            return cfi.exidx.is_some().then_some(cfi);
-        }
         let bases = cfi.bases();
         if let Some((_, b)) = &cfi.eh_frame {
             let sec = EhFrame::new(&b[..], LittleEndian);
@@ -200,12 +197,12 @@ impl Cfi {
             cfi.eh_frame_hdr = None;
             if let Some(b) = &cfi.debug_frame {
                 let mut sec = DebugFrame::new(&b[..], LittleEndian);
-                sec.set_address_size(8);
+                sec.set_address_size(cfi.address_size());
                 cfi.fdes = index(&sec, &bases);
                 cfi.indexed = Indexed::DebugFrame;
             }
         }
-        (!cfi.fdes.is_empty()).then_some(cfi)
+        (!cfi.fdes.is_empty() || cfi.exidx.is_some()).then_some(cfi)
     }
 
     /// The CFI of a linked ELF file (an executable, a shared library, vmlinux) from its bytes:
@@ -229,6 +226,15 @@ impl Cfi {
             .map(|(off, vaddr, _)| vaddr.wrapping_add(offset - off))
     }
 
+    /// The size of an address in `.debug_frame`, which its CIEs of version 1 do not say.
+    fn address_size(&self) -> u8 {
+        if self.arch == Arch::Arm {
+            4
+        } else {
+            8
+        }
+    }
+
     fn bases(&self) -> BaseAddresses {
         let mut b = BaseAddresses::default();
         if let Some((r, _)) = &self.eh_frame {
@@ -249,14 +255,35 @@ impl Cfi {
         (addr < f.end).then_some(f)
     }
 
-    /// Whether an FDE of the indexed section (on 32-bit Arm: an EHABI entry) describes the
-    /// code at `addr`.
+    /// Whether an FDE of the indexed section (on 32-bit Arm: or an EHABI entry) describes
+    /// the code at `addr`.
     pub fn covers(&self, addr: u64) -> bool {
-        match &self.exidx {
-            Some(Ok(t)) => u32::try_from(addr).is_ok_and(|a| matches!(t.lookup(a), Ok(Some(_)))),
-            Some(Err(_)) => false,
-            None => self.fde_at(addr).is_some(),
-        }
+        self.fde_at(addr).is_some()
+            || matches!(&self.exidx, Some(Ok(t))
+                if u32::try_from(addr).is_ok_and(|a| matches!(t.lookup(a), Ok(Some(_)))))
+    }
+
+    /// The return-address column and the row of the indexed section's FDE for the code at
+    /// `addr`: `None` when no FDE covers it, `Some(Err)` when its instructions do not parse.
+    pub fn row_at(
+        &self,
+        addr: u64,
+    ) -> Option<Result<(Register, UnwindTableRow<usize>), gimli::Error>> {
+        let fde = self.fde_at(addr)?;
+        let bases = self.bases();
+        Some(match self.indexed {
+            Indexed::EhFrame => {
+                let (_, b) = self.eh_frame.as_ref()?;
+                let sec = EhFrame::new(&b[..], LittleEndian);
+                row_in(&sec, &bases, fde.offset, addr)
+            }
+            Indexed::DebugFrame => {
+                let b = self.debug_frame.as_ref()?;
+                let mut sec = DebugFrame::new(&b[..], LittleEndian);
+                sec.set_address_size(self.address_size());
+                row_in(&sec, &bases, fde.offset, addr)
+            }
+        })
     }
 
     /// 32-bit Arm: the file's EHABI table, or why it does not parse.
@@ -271,27 +298,13 @@ impl Cfi {
         if self.arch != Arch::Aarch64 {
             return None;
         }
-        let fde = self.fde_at(addr)?;
-        let bases = self.bases();
-        let row_rule = |ra: Register, rule: RegisterRule<usize>, cfa: &CfaRule<usize>| {
+        let (ra, row) = self.row_at(addr)?.ok()?;
+        let rule = row.register(ra);
+        Some(
             ra == Register(DWARF_ARM64_LR)
                 && matches!(rule, RegisterRule::Undefined | RegisterRule::SameValue)
-                && matches!(cfa, CfaRule::RegisterAndOffset { .. })
-        };
-        let (ra, rule, cfa) = match self.indexed {
-            Indexed::EhFrame => {
-                let (_, b) = self.eh_frame.as_ref()?;
-                let sec = EhFrame::new(&b[..], LittleEndian);
-                ra_rule_at(&sec, &bases, fde.offset, addr)?
-            }
-            Indexed::DebugFrame => {
-                let b = self.debug_frame.as_ref()?;
-                let mut sec = DebugFrame::new(&b[..], LittleEndian);
-                sec.set_address_size(8);
-                ra_rule_at(&sec, &bases, fde.offset, addr)?
-            }
-        };
-        Some(row_rule(ra, rule, &cfa))
+                && matches!(row.cfa(), CfaRule::RegisterAndOffset { .. }),
+        )
     }
 
     /// The framehop module of a mapping of this file at `avma`, whose address 0 is at
@@ -411,6 +424,11 @@ pub enum End {
     /// At code of the image named that its unwind information does not cover (hand-written
     /// assembly, code built with `-fno-asynchronous-unwind-tables`).
     Uncovered(String),
+    /// 32-bit Arm: at code of the image named whose EHABI entry is `EXIDX_CANTUNWIND`. That is
+    /// the root in the C library's entry code, but the linker also gives it to every function
+    /// built without unwind tables (C without `-funwind-tables`), so only the caller, which
+    /// knows the function's name, can tell.
+    CantUnwind(String),
 }
 
 /// An unwound user stack.
@@ -570,28 +588,24 @@ impl ProcessUnwinder {
     }
 }
 
-/// The return-address register of the FDE at `offset` of `sec`, and its rule and the CFA rule
-/// in the row for `addr`: the same for `.eh_frame` and `.debug_frame`.
-fn ra_rule_at<'a, S>(
+/// The return-address register of the FDE at `offset` of `sec`, and its row for `addr`: the
+/// same for `.eh_frame` and `.debug_frame`.
+fn row_in<'a, S>(
     sec: &S,
     bases: &BaseAddresses,
     offset: usize,
     addr: u64,
-) -> Option<(Register, RegisterRule<usize>, CfaRule<usize>)>
+) -> Result<(Register, UnwindTableRow<usize>), gimli::Error>
 where
     S: UnwindSection<EndianSlice<'a, LittleEndian>>,
 {
-    let fde = sec
-        .fde_from_offset(bases, S::Offset::from(offset), |s, b, o| {
-            s.cie_from_offset(b, o)
-        })
-        .ok()?;
+    let fde = sec.fde_from_offset(bases, S::Offset::from(offset), |s, b, o| {
+        s.cie_from_offset(b, o)
+    })?;
     let ra = fde.cie().return_address_register();
     let mut ctx = Box::new(UnwindContext::new());
-    let row = fde
-        .unwind_info_for_address(sec, bases, &mut ctx, addr)
-        .ok()?;
-    Some((ra, row.register(ra), row.cfa().clone()))
+    let row = fde.unwind_info_for_address(sec, bases, &mut ctx, addr)?;
+    Ok((ra, row.clone()))
 }
 
 #[cfg(test)]

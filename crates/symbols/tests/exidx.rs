@@ -214,36 +214,46 @@ struct Dump {
     stack: Vec<u8>,
 }
 
-/// Builds `chain.c` statically (`-O2 -g`, `mode`) and runs it under qemu-arm-static: the
-/// binary and its dump.
+/// Builds `chain.c` statically (`-O2 -g -funwind-tables`, `mode`) and runs it under
+/// qemu-arm-static: the binary and its dump.
 fn chain(mode: &str) -> (PathBuf, Dump) {
-    // Several tests use the same mode in parallel: it is built and run once, so that no test
-    // reads a binary or a dump another is rewriting.
+    chain_built(mode, true)
+}
+
+/// [`chain`], with or without `-funwind-tables`: without, its own functions have no EHABI
+/// entry (the linker covers them with glibc's `EXIDX_CANTUNWIND`), only `.debug_frame`, as
+/// Yocto's and Buildroot's armv7 packages are built.
+fn chain_built(mode: &str, unwind_tables: bool) -> (PathBuf, Dump) {
+    // Several tests use the same build in parallel: it is built and run once, so that no
+    // test reads a binary or a dump another is rewriting.
     type Built = Vec<(String, PathBuf, Dump)>;
     static BUILT: std::sync::Mutex<Built> = std::sync::Mutex::new(Vec::new());
+    let key = format!("{mode}{}", if unwind_tables { "" } else { "-no-tables" });
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, exe, dump)) = built.iter().find(|(m, _, _)| m == mode) {
+    if let Some((_, exe, dump)) = built.iter().find(|(k, _, _)| *k == key) {
         return (exe.clone(), dump.clone());
     }
-    let (exe, dump) = build_and_run_chain(mode);
-    built.push((mode.to_string(), exe.clone(), dump.clone()));
+    let (exe, dump) = build_and_run_chain(&key, mode, unwind_tables);
+    built.push((key, exe.clone(), dump.clone()));
     (exe, dump)
 }
 
-/// [`chain`]'s work: the build and the run under qemu-arm-static.
-fn build_and_run_chain(mode: &str) -> (PathBuf, Dump) {
-    let exe = work().join(format!("chain{mode}"));
-    let flags = [
+/// [`chain_built`]'s work: the build and the run under qemu-arm-static.
+fn build_and_run_chain(key: &str, mode: &str, unwind_tables: bool) -> (PathBuf, Dump) {
+    let exe = work().join(format!("chain{key}"));
+    let mut flags = vec![
         "-static",
         mode,
         "-O2",
         "-g",
-        "-funwind-tables",
         "-mfpu=vfpv3-d16",
         "-mfloat-abi=hard",
     ];
+    if unwind_tables {
+        flags.push("-funwind-tables");
+    }
     cross_cc(&flags, &data("chain.c"), &exe);
-    let out = work().join(format!("chain{mode}.dump"));
+    let out = work().join(format!("chain{key}.dump"));
     run(Command::new(QEMU).arg(&exe).arg(&out), "qemu-user-static");
     let b = std::fs::read(&out).unwrap();
     let words: Vec<u32> = b
@@ -589,41 +599,114 @@ fn parse_exidx_stripped_and_debug_files() {
     assert!(compare_with_readelf(&stripped) >= 100);
 }
 
-/// The same Thumb-2 dump through what the symbolizer calls for every `--call-graph dwarf`
-/// sample: `UnwindRegs::from_perf` of perf's arm register numbers, the image's `Cfi` (its
-/// EHABI table) and `ProcessUnwinder`. The frames are the recorded return addresses with the
-/// Thumb bit cleared, and `_start` ends the path as a root.
-#[test]
-fn unwind_process_static_thumb_chain_as_symbolizer() {
-    use kprof_symbols::unwind::{self, Cfi, ProcessUnwinder, UnwindRegs};
+/// The image's `Cfi` as the symbolizer builds it, with or without its `.debug_frame`.
+fn process_cfi(bytes: &[u8], debug_frame: bool) -> std::rc::Rc<kprof_symbols::unwind::Cfi> {
+    use kprof_symbols::unwind::{sections_of, Cfi};
+    let obj = object::File::parse(bytes).unwrap();
+    let mut s = sections_of(&obj, None);
+    if !debug_frame {
+        s.debug_frame = None;
+    }
+    std::rc::Rc::new(Cfi::new(s).expect("the image's CFI"))
+}
+
+/// Unwinds `dump` with `ProcessUnwinder`, the one image `cfi` mapped over the whole space.
+fn process_unwind(
+    cfi: &std::rc::Rc<kprof_symbols::unwind::Cfi>,
+    dump: &Dump,
+    stack: &[u8],
+) -> kprof_symbols::unwind::Unwound {
+    use kprof_symbols::unwind::{self, ProcessUnwinder, UnwindRegs};
     use kprof_symbols::Arch;
-    use std::rc::Rc;
-    let (exe, dump) = chain("-mthumb");
-    let bytes = std::fs::read(&exe).unwrap();
-    let cfi = Rc::new(Cfi::from_elf(&bytes).expect("the EHABI table as the image's CFI"));
-    assert_eq!(cfi.arch(), Arch::Arm);
     let regs = UnwindRegs::from_perf(Arch::Arm, |n| {
         dump.regs.get(n as usize).map(|&v| u64::from(v))
     })
     .unwrap();
     let mut u = ProcessUnwinder::new(Arch::Arm).expect("an unwinder for 32-bit Arm");
-    let out = u.unwind(&regs, &dump.stack, &mut |_| unwind::Place::Cfi {
+    u.unwind(&regs, stack, &mut |_| unwind::Place::Cfi {
         name: "chain".into(),
         avma: 0..u64::from(u32::MAX),
         base_avma: 0,
         cfi: cfi.clone(),
-    });
+    })
+}
+
+/// The same Thumb-2 dump through what the symbolizer calls for every `--call-graph dwarf`
+/// sample: `UnwindRegs::from_perf` of perf's arm register numbers, the image's `Cfi` (its
+/// EHABI table alone: `.debug_frame` left out, which would be asked first) and
+/// `ProcessUnwinder`. The frames are the recorded return addresses with the Thumb bit
+/// cleared, and `_start` ends the path as a root.
+#[test]
+fn unwind_process_static_thumb_chain_as_symbolizer() {
+    use kprof_symbols::unwind;
+    use kprof_symbols::Arch;
+    let (exe, dump) = chain("-mthumb");
+    let bytes = std::fs::read(&exe).unwrap();
+    let cfi = process_cfi(&bytes, false);
+    assert_eq!(cfi.arch(), Arch::Arm);
+    let out = process_unwind(&cfi, &dump, &dump.stack);
     let ras: Vec<u64> = dump.ras.iter().map(|&r| u64::from(r & !1)).collect();
     assert_eq!(out.frames.get(1..5), Some(&ras[..]), "{out:?}");
-    assert_eq!(out.end, unwind::End::Root, "{out:?}");
+    assert_eq!(out.end, unwind::End::CantUnwind("chain".into()), "{out:?}");
     let last = *out.frames.last().unwrap() as u32;
     assert_eq!(function_at(&bytes, last - 1).as_deref(), Some("_start"));
     // Without a stack copy the path is the sampled pc and stops, truncated.
-    let short = u.unwind(&regs, &[], &mut |_| unwind::Place::Cfi {
-        name: "chain".into(),
-        avma: 0..u64::from(u32::MAX),
-        base_avma: 0,
-        cfi: cfi.clone(),
-    });
+    let short = process_unwind(&cfi, &dump, &[]);
     assert_eq!(short.end, unwind::End::Truncated, "{short:?}");
+}
+
+/// A static program built as Yocto's and Buildroot's armv7 packages are (`-O2 -g`, no
+/// `-funwind-tables`, Thumb-2 and Arm): its own functions have no EHABI entry of their own,
+/// only `.debug_frame`. The walk takes c → b → a → main from the DWARF rows, exactly the
+/// recorded return addresses, then glibc's EHABI entries down to `_start`. Every shorter
+/// stack copy gives a prefix of that path, ended as truncated.
+#[test]
+fn unwind_process_debug_frame_no_unwind_tables_chain() {
+    use kprof_symbols::unwind;
+    for mode in ["-mthumb", "-marm"] {
+        let (exe, dump) = chain_built(mode, false);
+        let bytes = std::fs::read(&exe).unwrap();
+        let cfi = process_cfi(&bytes, true);
+        let table = ExidxTable::from_elf(&bytes).unwrap().unwrap();
+        let c = table.lookup(dump.regs[15] & !1).unwrap().unwrap();
+        assert_eq!(
+            c.kind,
+            EntryKind::CantUnwind,
+            "{mode}: c has no entry of its own"
+        );
+        let full = process_unwind(&cfi, &dump, &dump.stack);
+        let ras: Vec<u64> = dump.ras.iter().map(|&r| u64::from(r & !1)).collect();
+        assert_eq!(full.frames.get(1..5), Some(&ras[..]), "{mode}: {full:?}");
+        let last = *full.frames.last().unwrap() as u32;
+        assert_eq!(
+            function_at(&bytes, last - 1).as_deref(),
+            Some("_start"),
+            "{mode}"
+        );
+        assert_eq!(full.end, unwind::End::CantUnwind("chain".into()), "{mode}");
+        for cut in (0..dump.stack.len()).step_by(4) {
+            let part = process_unwind(&cfi, &dump, &dump.stack[..cut]);
+            assert!(
+                full.frames.starts_with(&part.frames),
+                "{mode}: cut at {cut}: {part:?} is not a prefix of {full:?}"
+            );
+            if part.frames.len() < full.frames.len() {
+                assert_eq!(part.end, unwind::End::Truncated, "{mode}: cut at {cut}");
+            }
+        }
+    }
+}
+
+/// The same program with only its EHABI table (the `.debug_frame` of the build not at
+/// hand): c's entry is the linker's `EXIDX_CANTUNWIND`, so the path is c alone and ends as
+/// `CantUnwind`, which the symbolizer shows as a root only in the C library's entry code,
+/// never the invented end of a complete path.
+#[test]
+fn unwind_process_exidx_only_no_unwind_tables_stops_at_cantunwind() {
+    use kprof_symbols::unwind;
+    let (exe, dump) = chain_built("-mthumb", false);
+    let bytes = std::fs::read(&exe).unwrap();
+    let out = process_unwind(&process_cfi(&bytes, false), &dump, &dump.stack);
+    assert_eq!(out.frames, [u64::from(dump.regs[15] & !1)], "{out:?}");
+    assert_eq!(out.end, unwind::End::CantUnwind("chain".into()));
 }

@@ -197,6 +197,11 @@ impl SymbolFile {
         self.symbols.at(self.code_address(addr))
     }
 
+    /// Whether `addr` is in a function symbol (STT_FUNC), not only after a label.
+    pub fn in_function(&self, addr: u64) -> bool {
+        self.symbols.in_function(self.code_address(addr))
+    }
+
     /// The instruction `addr` is in, for a lookup: on 32-bit Arm bit 0 cleared, which a
     /// return address into Thumb code (LR) has set; instructions there are 2-byte aligned.
     fn code_address(&self, addr: u64) -> u64 {

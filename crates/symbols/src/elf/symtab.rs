@@ -91,6 +91,9 @@ pub(super) struct Sym {
     pub(super) underscores: u8,
     /// 32-bit Arm: a Thumb function (bit 0 of its symbol's value, cleared in `start`).
     pub(super) thumb: bool,
+    /// An ELF function symbol (STT_FUNC), not a label (STT_NOTYPE, such as a linker
+    /// script's `__entry_text_start`).
+    pub(super) func: bool,
 }
 
 impl Sym {
@@ -111,6 +114,7 @@ impl Sym {
             global,
             underscores: u8::try_from(underscores).unwrap_or(u8::MAX),
             thumb: false,
+            func: false,
         })
     }
 }
@@ -202,6 +206,14 @@ impl SymbolTable {
         ))
     }
 
+    /// Whether the symbol containing `addr` is a function symbol (STT_FUNC), not a label.
+    pub(super) fn in_function(&self, addr: u64) -> bool {
+        let i = self.syms.partition_point(|s| s.start <= addr);
+        i.checked_sub(1)
+            .and_then(|i| self.syms.get(i))
+            .is_some_and(|s| s.func && addr < s.start.saturating_add(s.size.max(1)))
+    }
+
     /// Start and size of each symbol, by address.
     pub(super) fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.syms.iter().map(|s| (s.start, s.size))
@@ -273,7 +285,11 @@ pub(super) fn collect_symbols(
             binding == object::elf::STB_GLOBAL,
         );
         let at = names.add(src, name);
-        syms.extend(Sym::new(start, sym.size(), at, name, flags).map(|s| Sym { thumb, ..s }));
+        syms.extend(Sym::new(start, sym.size(), at, name, flags).map(|s| Sym {
+            thumb,
+            func: is_func,
+            ..s
+        }));
     };
     for s in obj.symbols() {
         add(&mut syms, s);

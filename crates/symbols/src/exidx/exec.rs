@@ -50,9 +50,14 @@ impl Regs {
         (n < 16 && self.known & (1 << n) != 0).then(|| self.r[n])
     }
 
-    fn set(&mut self, n: usize, v: u32) {
+    pub(crate) fn set(&mut self, n: usize, v: u32) {
         self.r[n] = v;
         self.known |= 1 << n;
+    }
+
+    /// Marks r`n` unknown (a caller-saved register in a caller's frame).
+    pub(crate) fn forget(&mut self, n: usize) {
+        self.known &= !(1 << n);
     }
 }
 

@@ -1,7 +1,8 @@
 //! Unwinding of 32-bit Arm user stacks with the EHABI tables `.ARM.exidx` / `.ARM.extab`
 //! (ARM IHI 0038, "Exception Handling ABI for the Arm Architecture"), which GCC emits for
 //! armv7 code with `-funwind-tables`/`-fexceptions` (and always for C++) and which frame
-//! pointers cannot replace on Thumb-2 code.
+//! pointers cannot replace on Thumb-2 code; and with DWARF CFI (`.debug_frame` of `-g`)
+//! where an image has it ([`DwarfCfi`], tried first: exact at every instruction).
 //!
 //! Sans-IO like [`crate::unwind`]: an [`ExidxTable`] is built from the bytes of an image the
 //! caller read, [`unwind_stack`] asks the caller which image each address is in
@@ -14,12 +15,14 @@
 //! Opcodes print as binutils' `readelf -u` prints them ([`Instr`]'s `Display`), which the
 //! tests check on cross-built objects.
 
+mod dwarf;
 mod exec;
 mod opcodes;
 pub(crate) mod process;
 mod table;
 mod walk;
 
+pub use dwarf::{DwarfCfi, DwarfError};
 pub use exec::{execute, Memory, Regs, StackCopy, StepError, LR, PC, SP};
 pub use opcodes::{decode, Instr, Op};
 pub use table::{Entry, EntryKind, ExidxSections, ExidxTable, EXIDX_CANTUNWIND};

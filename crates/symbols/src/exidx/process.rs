@@ -1,4 +1,4 @@
-//! The EHABI walk of a sampled 32-bit Arm process, behind [`crate::unwind::ProcessUnwinder`]:
+//! The walk (DWARF CFI, then EHABI) of a sampled 32-bit Arm process, behind [`crate::unwind::ProcessUnwinder`]:
 //! the images come from the caller's mappings one address at a time, and the walk's end is
 //! told in the terms the other architectures' unwinds use.
 
@@ -33,14 +33,11 @@ impl Images for Mapped<'_> {
             } => {
                 self.name = Some(name.clone());
                 let (_, cfi) = self.image.insert((name, cfi));
-                match cfi.exidx() {
-                    Some(Ok(table)) => walk::Place::Table {
-                        table,
-                        // A 32-bit process: its addresses and biases wrap at 4 GiB.
-                        bias: base_avma as u32,
-                    },
-                    Some(Err(e)) => walk::Place::Damaged(e),
-                    None => walk::Place::NoTable,
+                walk::Place::Dwarf {
+                    cfi: &**cfi,
+                    // A 32-bit process: its addresses and biases wrap at 4 GiB.
+                    bias: base_avma as u32,
+                    exidx: cfi.exidx(),
                 }
             }
         }
@@ -72,8 +69,11 @@ pub(crate) fn unwind(
     let out = unwind_stack(&r, &mem, &mut images);
     let name = images.name.unwrap_or_default();
     let end = match out.end {
-        walk::End::CantUnwind | walk::End::Root => End::Root,
-        walk::End::NoTable | walk::End::BadTable(_) => End::NoUnwindInfo(name),
+        walk::End::Root => End::Root,
+        walk::End::CantUnwind => End::CantUnwind(name),
+        walk::End::NoTable | walk::End::BadTable(_) | walk::End::BadDwarf(_) => {
+            End::NoUnwindInfo(name)
+        }
         walk::End::Uncovered => End::Uncovered(name),
         walk::End::Truncated(Truncation::Unmapped(_)) | walk::End::Truncated(_) => End::Truncated,
     };

@@ -1,6 +1,7 @@
 //! The frame walk: from the sampled registers through the EXIDX tables of the images the
 //! return addresses fall in, to the root or to where the unwind information stops.
 
+use super::dwarf::{self, DwarfCfi, DwarfError};
 use super::exec::{execute, Memory, Regs, StepError, PC, SP};
 use super::table::{EntryKind, ExidxTable};
 use super::ExidxError;
@@ -27,6 +28,22 @@ pub enum Place<'a> {
         /// Its load bias.
         bias: u32,
     },
+    /// In an image with DWARF CFI, loaded at `bias`: its rows are used where an FDE covers
+    /// the code, its EHABI table (`exidx`, if any) elsewhere.
+    Dwarf {
+        /// The image's CFI.
+        cfi: &'a dyn DwarfCfi,
+        /// Its load bias.
+        bias: u32,
+        /// Its EHABI table, or why it does not parse.
+        exidx: Option<&'a Result<ExidxTable, ExidxError>>,
+    },
+}
+
+impl fmt::Debug for dyn DwarfCfi + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DwarfCfi")
+    }
 }
 
 /// Maps a code address of the process to its image.
@@ -102,6 +119,8 @@ pub enum End {
     Uncovered,
     /// At a damaged entry or opcode.
     BadTable(ExidxError),
+    /// At DWARF CFI that is damaged or cannot be evaluated.
+    BadDwarf(DwarfError),
     /// Where the copied stack or the known registers run out.
     Truncated(Truncation),
 }
@@ -114,6 +133,7 @@ impl fmt::Display for End {
             End::NoTable => f.write_str("[no unwind info: no .ARM.exidx]"),
             End::Uncovered => f.write_str("[no unwind info: not covered by .ARM.exidx]"),
             End::BadTable(e) => write!(f, "[no unwind info: {e}]"),
+            End::BadDwarf(e) => write!(f, "[no unwind info: {e}]"),
             End::Truncated(Truncation::StackRead(a)) => {
                 write!(f, "[truncated: {a:#x} is past the copied stack]")
             }
@@ -157,10 +177,27 @@ pub fn unwind_stack<I: Images + ?Sized>(
     // the last instruction).
     let mut lookup = regs.r[PC] & !1;
     let end = loop {
-        let (table, bias) = match images.place(lookup) {
-            Place::Table { table, bias } => (table, bias),
-            Place::NoTable => break End::NoTable,
-            Place::Damaged(e) => break End::BadTable(e.clone()),
+        if frames.len() >= MAX_FRAMES {
+            break End::Truncated(Truncation::TooManyFrames);
+        }
+        let sp = regs.r[SP];
+        let stepped = match images.place(lookup) {
+            Place::Table { table, bias } => {
+                step(&mut regs, table, lookup.wrapping_sub(bias), stack)
+            }
+            Place::Dwarf { cfi, bias, exidx } => {
+                let addr = lookup.wrapping_sub(bias);
+                match dwarf::step(cfi, addr, &mut regs, stack) {
+                    Some(r) => r,
+                    None => match exidx {
+                        Some(Ok(table)) => step(&mut regs, table, addr, stack),
+                        Some(Err(e)) => Err(End::BadTable(e.clone())),
+                        None => Err(End::Uncovered),
+                    },
+                }
+            }
+            Place::NoTable => Err(End::NoTable),
+            Place::Damaged(e) => Err(End::BadTable(e.clone())),
             Place::Unmapped => {
                 // A return address there is garbage and leaves the path; a sampled pc
                 // there (JIT code, a vDSO the caller did not map) stays.
@@ -172,17 +209,17 @@ pub fn unwind_stack<I: Images + ?Sized>(
                 break End::Truncated(Truncation::Unmapped(at.map_or(0, |f| f.address)));
             }
         };
-        if frames.len() >= MAX_FRAMES {
-            break End::Truncated(Truncation::TooManyFrames);
-        }
-        if let Err(end) = step(
-            &mut regs,
-            table,
-            lookup.wrapping_sub(bias),
-            stack,
-            frames.len(),
-        ) {
+        if let Err(end) = stepped {
             break end;
+        }
+        if regs.r[PC] & !1 == 0 {
+            break End::Root;
+        }
+        // The caller's sp is above the callee's, or the same only for the sampled frame
+        // (a leaf that has not moved sp).
+        let new_sp = regs.r[SP];
+        if new_sp < sp || (new_sp == sp && frames.len() > 1) {
+            break End::Truncated(Truncation::SpNotIncreasing);
         }
         let ra = regs.r[PC];
         frames.push(Frame::of(ra));
@@ -192,15 +229,8 @@ pub fn unwind_stack<I: Images + ?Sized>(
 }
 
 /// One frame's step at file address `addr` of `table`: the caller's registers in `regs`,
-/// or the end of the path. `depth` is the number of frames so far (1 for the sampled one,
-/// which may be a leaf that has not moved sp).
-fn step(
-    regs: &mut Regs,
-    table: &ExidxTable,
-    addr: u32,
-    stack: &dyn Memory,
-    depth: usize,
-) -> Result<(), End> {
+/// or the end of the path.
+fn step(regs: &mut Regs, table: &ExidxTable, addr: u32, stack: &dyn Memory) -> Result<(), End> {
     let entry = match table.lookup(addr) {
         Ok(Some(e)) => e,
         Ok(None) => return Err(End::Uncovered),
@@ -209,19 +239,10 @@ fn step(
     if entry.kind == EntryKind::CantUnwind {
         return Err(End::CantUnwind);
     }
-    let sp = regs.r[SP];
     execute(entry.kind.ops(), regs, stack).map_err(|e| match e {
         StepError::Refused => End::CantUnwind,
         StepError::StackRead(a) => End::Truncated(Truncation::StackRead(a)),
         StepError::UnknownRegister(n) => End::Truncated(Truncation::UnknownRegister(n)),
         StepError::BadOpcode(e) => End::BadTable(e),
-    })?;
-    if regs.r[PC] & !1 == 0 {
-        return Err(End::Root);
-    }
-    let new_sp = regs.r[SP];
-    if new_sp < sp || (new_sp == sp && depth > 1) {
-        return Err(End::Truncated(Truncation::SpNotIncreasing));
-    }
-    Ok(())
+    })
 }

@@ -41,6 +41,9 @@ pub(super) struct UnwindStats {
     pub(super) truncated: u64,
     /// Frame-pointer call chains cut at an address outside every mapping.
     pub(super) fp_cut: u64,
+    /// Frame-pointer call chains whose user part is the sampled function alone, not a
+    /// thread's entry code: the kernel found no frame to follow.
+    pub(super) fp_alone: u64,
     /// Images without CFI where unwinds stopped, with the count.
     pub(super) no_cfi: Vec<(String, u64)>,
     /// Stacks that ended at code its image's CFI does not cover, per image.
@@ -144,20 +147,26 @@ impl State<'_> {
         if arch == Some(Arch::Aarch64) {
             self.insert_lr_callers(s, pid, &mut entries, unwind.is_some());
         }
+        if arch == Some(Arch::Arm) && s.callchain.as_ref().is_some_and(|c| !c.is_empty()) {
+            for e in entries.iter_mut().skip(1).filter(|e| e.0) {
+                e.1 = self.kernel_return_lookup(e.1);
+            }
+        }
         // A return address of a frame-pointer chain outside every mapping of a process whose
         // mappings are known is no code: the chain followed something that was no frame
         // pointer (code built without them). It ends there, marked, instead of going on with
         // invented callers.
         let maps_known = self.user.maps_known(pid);
-        let mut seen_user = false;
+        let mut user_frames = 0;
         let mut cut = false;
+        let mut rooted = false;
         for (kernel, a) in entries {
             if !kernel {
-                if seen_user && maps_known && self.mapping_at(pid, a).is_none() {
+                if user_frames > 0 && maps_known && self.mapping_at(pid, a).is_none() {
                     cut = true;
                     break;
                 }
-                seen_user = true;
+                user_frames += 1;
             }
             let run = if kernel {
                 self.resolve_kernel(a)
@@ -166,11 +175,25 @@ impl State<'_> {
             };
             stack_buf.extend(run.start..run.end);
             if !kernel && run.end > run.start && self.is_stack_root(run.end - 1) {
+                rooted = true;
                 break;
             }
         }
-        if cut {
-            self.user.stats.fp_cut += 1;
+        // A recorded chain whose user part is the sampled function alone has unknown
+        // callers (the kernel's walk found no frame pointer: code built without them, or
+        // Thumb-2 code, whose r7 frames the arm kernel does not follow), unless that
+        // function is a thread's entry code.
+        let alone = !cut
+            && !rooted
+            && unwind.is_none()
+            && user_frames == 1
+            && s.callchain.as_ref().is_some_and(|c| !c.is_empty());
+        if cut || alone {
+            if cut {
+                self.user.stats.fp_cut += 1;
+            } else {
+                self.user.stats.fp_alone += 1;
+            }
             let run = self.marker(TRUNCATED.to_string());
             stack_buf.extend(run.start..run.end);
         }
@@ -180,6 +203,27 @@ impl State<'_> {
                 .unwrap_or(usize::MAX)
                 .min(bytes.len());
             self.push_unwound(pid, arch, &regs, &bytes[..used], stack_buf);
+        }
+    }
+
+    /// 32-bit Arm kernel: the call site `site` of a return address, or the return address
+    /// itself when it is the start of a function and the byte before it is in no function
+    /// symbol (a label at most).
+    /// The entry code sets lr with `badr lr, ret_fast_syscall` and jumps to the system call,
+    /// so that return address was never after a call: its call site would name whatever
+    /// marker symbol precedes (`__entry_text_start`) instead of `ret_fast_syscall`.
+    fn kernel_return_lookup(&mut self, site: u64) -> u64 {
+        let ra = site.saturating_add(1);
+        let (img, look, _) = self.kernel_lookup(ra);
+        let Some(f) = self.images.file(img) else {
+            return site;
+        };
+        let starts = f.symbol_at(look).is_some_and(|(_, start, _)| start == look);
+        let after_function = look.checked_sub(1).is_some_and(|b| f.in_function(b));
+        if starts && !after_function {
+            ra
+        } else {
+            site
         }
     }
 
@@ -228,6 +272,15 @@ impl State<'_> {
                 format!("[no unwind info: {image}]")
             }
             End::Uncovered(image) => {
+                count_image(&mut self.user.stats.uncovered, &image);
+                format!("[no unwind info: {image}]")
+            }
+            End::CantUnwind(image) => {
+                if stack_buf.last().is_some_and(|f| self.is_stack_root(*f)) {
+                    return;
+                }
+                // The linker's EXIDX_CANTUNWIND for code without an entry of its own: not a
+                // root, a path whose callers are unknown.
                 count_image(&mut self.user.stats.uncovered, &image);
                 format!("[no unwind info: {image}]")
             }
@@ -351,6 +404,12 @@ impl State<'_> {
             self.profile.warnings.push(format!(
                 "{} frame-pointer call chains end in {TRUNCATED} at a return address outside every mapping: the code was built without frame pointers; record with --call-graph dwarf",
                 st.fp_cut
+            ));
+        }
+        if st.fp_alone > 0 {
+            self.profile.warnings.push(format!(
+                "{} frame-pointer call chains end in {TRUNCATED} after the sampled user function: the kernel found no frame pointer to follow (code built without frame pointers, or Thumb-2 code, whose frames the arm kernel cannot walk); record with --call-graph dwarf",
+                st.fp_alone
             ));
         }
         let kinds = [
