@@ -86,7 +86,17 @@ pub fn symbol_file(bytes: &[u8]) {
             sp: 0x7fff_0000,
             fp: 0x7fff_0010,
             lr: Some(pc.wrapping_add(4)),
-            arm32: None,
+            // A 32-bit Arm file's walk (DWARF rows, then EHABI) starts from r0-r15.
+            arm32: (file.arch == crate::Arch::Arm).then(|| {
+                let mut r = [0u32; 16];
+                (r[11], r[13], r[14], r[15]) = (
+                    0x7fff_0010,
+                    0x7fff_0000,
+                    pc.wrapping_add(4) as u32,
+                    pc as u32,
+                );
+                crate::exidx::Regs::sampled(r)
+            }),
         };
         let _ = unwinder.unwind(&regs, stack, &mut |_| Place::Cfi {
             name: "fuzz".into(),
