@@ -1,6 +1,8 @@
 //! `PERF_RECORD_COMPRESSED` records, as `perf record -z` writes them: one zstd frame kept open
 //! for the whole capture, flushed at the end of every batch so that each compressed record
-//! decodes to whole perf records on its own (given the ones before it).
+//! decodes to whole perf records on its own (given the ones before it). A change of level
+//! ([`Encoder::set_level`], while the agent is behind) ends the frame and starts another:
+//! zstd's streaming decoders, perf's included, read frames one after the other.
 //!
 //! Records are batched rather than fed to zstd one by one: every flush ends a zstd block, and a
 //! block per 6 KiB sample would cost ratio and speed. A batch ends when the caller closes a
@@ -10,7 +12,9 @@
 
 use std::io::{self, Write};
 
-use zstd_safe::{zstd_sys::ZSTD_EndDirective, CCtx, CParameter, InBuffer, OutBuffer};
+use zstd_safe::{
+    zstd_sys::ZSTD_EndDirective, CCtx, CParameter, InBuffer, OutBuffer, ResetDirective,
+};
 
 pub use kprof_capture::perf_abi::RECORD_COMPRESSED;
 
@@ -18,6 +22,10 @@ const HEADER: usize = 8;
 /// perf's limit for one compressed record's payload (`PERF_SAMPLE_MAX_SIZE` less the header
 /// and one byte): the header's size field is a u16.
 const MAX_PAYLOAD: usize = u16::MAX as usize - HEADER - 1;
+/// Raw bytes compressed into one record at most: zstd's worst case for them
+/// (`ZSTD_COMPRESSBOUND`: 64,512 + 252 + 32, plus an 18-byte frame header) fits
+/// [`MAX_PAYLOAD`].
+const SLICE: usize = 63 * 1024;
 /// The largest batch of raw records compressed at once, and so the most one compressed record
 /// decodes to: perf's reader allocates this much per compressed record.
 pub const BATCH_LIMIT: usize = 256 * 1024;
@@ -52,6 +60,14 @@ fn level_note_for(level: i32, max_strategy_level: Option<i32>) -> Option<String>
 pub struct Encoder {
     cctx: CCtx<'static>,
     level: i32,
+    /// The level of the frame being written, and the one asked by [`Encoder::set_level`],
+    /// which the next batch brings in by ending the frame.
+    current: i32,
+    target: i32,
+    /// A frame is open: something was compressed since the last one ended.
+    in_frame: bool,
+    /// The compressed bytes of one batch, before they are cut into records.
+    zout: Vec<u8>,
     batch: Vec<u8>,
     /// One compressed record being filled: header, then payload.
     out: Vec<u8>,
@@ -84,8 +100,12 @@ impl Encoder {
         Ok(Encoder {
             cctx,
             level,
+            current: level,
+            target: level,
+            in_frame: false,
+            zout: Vec::new(),
             batch: Vec::with_capacity(BATCH_LIMIT),
-            out: vec![0; HEADER + MAX_PAYLOAD],
+            out: vec![0; MAX_PAYLOAD],
             raw_bytes: 0,
             compressed_bytes: 0,
         })
@@ -123,31 +143,111 @@ impl Encoder {
         if self.batch.is_empty() {
             return Ok(0);
         }
+        self.compress_batch(w, ZSTD_EndDirective::ZSTD_e_flush)
+    }
+
+    /// Compresses what follows at zstd `level` (the file's level, or a faster one while the
+    /// agent is behind). A frame already open ends with the next batch, compressed at the
+    /// old level: an end of frame alone would be a compressed record that decodes to
+    /// nothing, which perf refuses ("Couldn't decompress data").
+    pub fn set_level(&mut self, level: i32) -> io::Result<()> {
+        self.target = level;
+        if !self.in_frame && self.target != self.current {
+            self.apply_target()?;
+        }
+        Ok(())
+    }
+
+    /// Starts the next frame at the target level.
+    fn apply_target(&mut self) -> io::Result<()> {
+        self.cctx
+            .reset(ResetDirective::SessionOnly)
+            .map_err(|c| zstd_error("reset", c))?;
+        self.cctx
+            .set_parameter(CParameter::CompressionLevel(self.target))
+            .map_err(|c| zstd_error("level", c))?;
+        self.current = self.target;
+        self.in_frame = false;
+        Ok(())
+    }
+
+    /// Compresses the batch (`end`: a flush; the end of the frame when the level changes)
+    /// in slices of whole records up to [`SLICE`] bytes, each flushed into one compressed
+    /// record: a flush ends a zstd block, so every compressed record decodes to its slice by
+    /// itself, whole records (one holding only part of a compressed block, or the bare end
+    /// of a frame, would decode to nothing, which perf refuses: "Couldn't decompress data").
+    /// Returns the bytes written.
+    fn compress_batch(&mut self, w: &mut impl Write, end: ZSTD_EndDirective) -> io::Result<u64> {
+        let end = if self.target != self.current {
+            ZSTD_EndDirective::ZSTD_e_end
+        } else {
+            end
+        };
         self.raw_bytes += self.batch.len() as u64;
-        let mut input = InBuffer::around(&self.batch);
         let mut written = 0u64;
-        loop {
-            let mut output = OutBuffer::around_pos(&mut self.out[..], HEADER);
-            let left = self
-                .cctx
-                .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
-                .map_err(|c| zstd_error("compression", c))?;
-            let size = output.pos();
-            if size > HEADER {
-                self.out[..4].copy_from_slice(&RECORD_COMPRESSED.to_ne_bytes());
-                self.out[4..6].copy_from_slice(&0u16.to_ne_bytes());
-                self.out[6..8].copy_from_slice(&(size as u16).to_ne_bytes());
-                w.write_all(&self.out[..size])?;
-                written += size as u64;
+        let mut start = 0;
+        while start < self.batch.len() {
+            let stop = slice_end(&self.batch, start);
+            let directive = if stop == self.batch.len() {
+                end
+            } else {
+                ZSTD_EndDirective::ZSTD_e_flush
+            };
+            let slice = &self.batch[start..stop];
+            start = stop;
+            let mut input = InBuffer::around(slice);
+            self.zout.clear();
+            loop {
+                let mut output = OutBuffer::around(&mut self.out[..]);
+                let left = self
+                    .cctx
+                    .compress_stream2(&mut output, &mut input, directive)
+                    .map_err(|c| zstd_error("compression", c))?;
+                let size = output.pos();
+                self.zout.extend_from_slice(&self.out[..size]);
+                if left == 0 && input.pos() == slice.len() {
+                    break;
+                }
             }
-            if left == 0 && input.pos() == self.batch.len() {
-                break;
+            // A slice's flush fits one record (zstd's bound for SLICE bytes is under
+            // MAX_PAYLOAD). Only a single record larger than that, which does not compress,
+            // is split: zstd writes it as a raw block, which decodes in parts.
+            for chunk in self.zout.chunks(MAX_PAYLOAD) {
+                let mut header = [0u8; HEADER];
+                header[..4].copy_from_slice(&RECORD_COMPRESSED.to_ne_bytes());
+                header[6..8].copy_from_slice(&((HEADER + chunk.len()) as u16).to_ne_bytes());
+                w.write_all(&header)?;
+                w.write_all(chunk)?;
+                written += (HEADER + chunk.len()) as u64;
             }
         }
         self.compressed_bytes += written;
         self.batch.clear();
+        if end == ZSTD_EndDirective::ZSTD_e_end {
+            self.apply_target()?;
+        } else {
+            self.in_frame = true;
+        }
         Ok(written)
     }
+}
+
+/// Where the slice of `batch` (whole records, each with its size at bytes 6-7 of its header)
+/// that starts at `start` ends: after as many records as fit [`SLICE`], at least one.
+fn slice_end(batch: &[u8], start: usize) -> usize {
+    let mut at = start;
+    while at + HEADER <= batch.len() {
+        let size = usize::from(u16::from_ne_bytes([batch[at + 6], batch[at + 7]])).max(HEADER);
+        if at > start && at + size - start > SLICE {
+            break;
+        }
+        at += size;
+    }
+    at.min(batch.len()).max(if start < batch.len() {
+        start + 1
+    } else {
+        start
+    })
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         None => None,
         Some(we) => Some(cut_after_write_error(&mut w, we, work)?),
     };
-    report_plain(w.plain_totals());
+    report_behind(w.behind_totals());
     let (build_ids, skipped) = build_ids(&end.kernel, &files);
     let features = features(&end, build_ids);
     let perf_size = w.finish(&features).map_err(|e| match &end.write_error {
@@ -248,13 +248,15 @@ fn lost(work: &mut WorkDir, we: &WriteError, what: &str, e: io::Error) -> Error 
     ))
 }
 
-/// Rounds written uncompressed because the agent was behind (`Writer::plain_round`).
-fn report_plain((rounds, bytes): (u64, u64)) {
+/// Rounds compressed at the fastest level because the agent was behind
+/// (`Writer::behind_round`).
+fn report_behind((rounds, bytes): (u64, u64)) {
     if rounds > 0 {
         warn(format_args!(
-            "{rounds} rounds of records ({}) written uncompressed: the agent was behind, with \
-             ring buffers more than half full",
-            crate::cli::human_bytes(bytes)
+            "{rounds} rounds of records ({}) compressed at zstd level {}: the agent was \
+             behind, with ring buffers more than half full",
+            crate::cli::human_bytes(bytes),
+            writer::BEHIND_LEVEL
         ));
     }
 }

@@ -120,9 +120,9 @@ impl Sink {
         self.w.write_record(rec)
     }
 
-    /// Writes this round uncompressed (`plain`) or as the file was created.
-    pub(super) fn plain_round(&mut self, plain: bool) -> io::Result<()> {
-        self.w.plain_round(plain)
+    /// Compresses this round at the level for catching up (`behind`) or the file's.
+    pub(super) fn behind_round(&mut self, behind: bool) -> io::Result<()> {
+        self.w.behind_round(behind)
     }
 
     /// Closes a round of draining with the record that says so (FINISHED_ROUND); with zstd,

@@ -150,13 +150,14 @@ impl Rings {
 
 /// The marker lines ftrace holds, then the rings: both in the same round of records (the
 /// marker lines are not older than the previous round's samples). A round starting with a
-/// ring more than half full is written uncompressed, so that the agent catches up.
+/// ring more than half full is compressed at zstd's fastest level, so that the agent catches
+/// up.
 pub(super) fn drain_all(
     rings: &mut Rings,
     sink: &mut Sink,
     markers: Option<&mut Markers>,
 ) -> io::Result<()> {
-    sink.plain_round(rings.rings.iter().any(Ring::behind))?;
+    sink.behind_round(rings.rings.iter().any(Ring::behind))?;
     if let Some(m) = markers {
         m.read(sink)?;
     }
