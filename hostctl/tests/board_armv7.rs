@@ -8,7 +8,7 @@
 //! `KPROF_BOARD_KEY` (see `board_day.rs`). Run one at a time:
 //! `cargo test -p kprofctl --test board_armv7 -- --ignored --test-threads=1`.
 
-use kprof_test_support::board::{self, env, find_file, report_json, Board};
+use kprof_test_support::board::{self, find_file, report_json, Board};
 use kprof_test_support::outcome;
 use serde_json::Value;
 use std::path::Path;
@@ -110,21 +110,11 @@ fn samples_through(node: &Value, wanted: &[Frame]) -> u64 {
         .sum()
 }
 
-/// `report CAPTURE --buildroot KPROF_BOARD_BUILDROOT --callers mychardrv_write --format json`:
-/// the tree, and what report warned on stderr.
+/// The `--callers mychardrv_write` tree of `capture` (against the board's output dir), and
+/// what report warned on stderr.
 fn writer_callers(board: &Board, capture: &Path) -> (Value, String) {
-    let (ok, out, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(capture)
-            .arg("--buildroot")
-            .arg(env("KPROF_BOARD_BUILDROOT"))
-            .args(["--callers", "mychardrv_write", "--format", "json"]),
-    );
-    assert!(ok, "report --callers mychardrv_write: {err}");
-    let json: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}:\n{out}"));
-    (json["tree"].clone(), err)
+    let (json, warnings) = board::callers_json_warned(board, capture, "mychardrv_write");
+    (json["tree"].clone(), warnings)
 }
 
 /// Must hold 2: mychardrv-writer built as a default Yocto armv7 image builds C (`-O2 -g

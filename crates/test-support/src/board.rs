@@ -331,6 +331,15 @@ pub fn check_top_on_loop_line(board: &Board, top: &serde_json::Value) {
 /// `report --callers FUNCTION --format json` against the Buildroot-like output dir
 /// (`KPROF_BOARD_BUILDROOT`: vmlinux, modules, and the image's user files by build-id).
 pub fn callers_json(board: &Board, capture: &Path, function: &str) -> serde_json::Value {
+    callers_json_warned(board, capture, function).0
+}
+
+/// [`callers_json`], and what report warned on stderr.
+pub fn callers_json_warned(
+    board: &Board,
+    capture: &Path,
+    function: &str,
+) -> (serde_json::Value, String) {
     let (ok, out, err) = outcome(
         board
             .kprofctl()
@@ -341,7 +350,8 @@ pub fn callers_json(board: &Board, capture: &Path, function: &str) -> serde_json
             .args(["--callers", function, "--format", "json"]),
     );
     assert!(ok, "report --callers {function}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
+    let json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"));
+    (json, err)
 }
 
 /// The heaviest path of a `--callers` tree, root first, as `image:symbol`.
