@@ -66,11 +66,9 @@ pub struct Encoder {
     target: i32,
     /// A frame is open: something was compressed since the last one ended.
     in_frame: bool,
-    /// The compressed bytes of one batch, before they are cut into records.
+    /// The compressed bytes of one slice, before they go out as records.
     zout: Vec<u8>,
     batch: Vec<u8>,
-    /// One compressed record being filled: header, then payload.
-    out: Vec<u8>,
     raw_bytes: u64,
     compressed_bytes: u64,
 }
@@ -103,9 +101,8 @@ impl Encoder {
             current: level,
             target: level,
             in_frame: false,
-            zout: Vec::new(),
+            zout: Vec::with_capacity(MAX_PAYLOAD),
             batch: Vec::with_capacity(BATCH_LIMIT),
-            out: vec![0; MAX_PAYLOAD],
             raw_bytes: 0,
             compressed_bytes: 0,
         })
@@ -143,7 +140,7 @@ impl Encoder {
         if self.batch.is_empty() {
             return Ok(0);
         }
-        self.compress_batch(w, ZSTD_EndDirective::ZSTD_e_flush)
+        self.compress_batch(w)
     }
 
     /// Compresses what follows at zstd `level` (the file's level, or a faster one while the
@@ -171,17 +168,17 @@ impl Encoder {
         Ok(())
     }
 
-    /// Compresses the batch (`end`: a flush; the end of the frame when the level changes)
-    /// in slices of whole records up to [`SLICE`] bytes, each flushed into one compressed
+    /// Compresses the batch (its last slice ends the frame when the level changes) in slices
+    /// of whole records up to [`SLICE`] bytes, each flushed into one compressed
     /// record: a flush ends a zstd block, so every compressed record decodes to its slice by
     /// itself, whole records (one holding only part of a compressed block, or the bare end
     /// of a frame, would decode to nothing, which perf refuses: "Couldn't decompress data").
     /// Returns the bytes written.
-    fn compress_batch(&mut self, w: &mut impl Write, end: ZSTD_EndDirective) -> io::Result<u64> {
+    fn compress_batch(&mut self, w: &mut impl Write) -> io::Result<u64> {
         let end = if self.target != self.current {
             ZSTD_EndDirective::ZSTD_e_end
         } else {
-            end
+            ZSTD_EndDirective::ZSTD_e_flush
         };
         self.raw_bytes += self.batch.len() as u64;
         let mut written = 0u64;
@@ -198,13 +195,13 @@ impl Encoder {
             let mut input = InBuffer::around(slice);
             self.zout.clear();
             loop {
-                let mut output = OutBuffer::around(&mut self.out[..]);
+                self.zout.reserve(MAX_PAYLOAD);
+                let pos = self.zout.len();
+                let mut output = OutBuffer::around_pos(&mut self.zout, pos);
                 let left = self
                     .cctx
                     .compress_stream2(&mut output, &mut input, directive)
                     .map_err(|c| zstd_error("compression", c))?;
-                let size = output.pos();
-                self.zout.extend_from_slice(&self.out[..size]);
                 if left == 0 && input.pos() == slice.len() {
                     break;
                 }
@@ -236,18 +233,16 @@ impl Encoder {
 /// that starts at `start` ends: after as many records as fit [`SLICE`], at least one.
 fn slice_end(batch: &[u8], start: usize) -> usize {
     let mut at = start;
-    while at + HEADER <= batch.len() {
-        let size = usize::from(u16::from_ne_bytes([batch[at + 6], batch[at + 7]])).max(HEADER);
+    while at < batch.len() {
+        let size = batch.get(at + 6..at + 8).map_or(batch.len() - at, |s| {
+            usize::from(u16::from_ne_bytes([s[0], s[1]])).max(HEADER)
+        });
         if at > start && at + size - start > SLICE {
             break;
         }
         at += size;
     }
-    at.min(batch.len()).max(if start < batch.len() {
-        start + 1
-    } else {
-        start
-    })
+    at.min(batch.len())
 }
 
 #[cfg(test)]
