@@ -197,21 +197,19 @@ impl SymbolTable {
 
     /// The symbol containing `addr`: `(name, start, size)`.
     pub(super) fn at(&self, addr: u64) -> Option<(&str, u64, u64)> {
-        let i = self.syms.partition_point(|s| s.start <= addr);
-        let s = self.syms.get(i.checked_sub(1)?)?;
-        (addr < s.start.saturating_add(s.size.max(1))).then_some((
-            self.names.get(s.name),
-            s.start,
-            s.size,
-        ))
+        let s = self.containing(addr)?;
+        Some((self.names.get(s.name), s.start, s.size))
     }
 
     /// Whether the symbol containing `addr` is a function symbol (STT_FUNC), not a label.
     pub(super) fn in_function(&self, addr: u64) -> bool {
+        self.containing(addr).is_some_and(|s| s.func)
+    }
+
+    fn containing(&self, addr: u64) -> Option<&Sym> {
         let i = self.syms.partition_point(|s| s.start <= addr);
-        i.checked_sub(1)
-            .and_then(|i| self.syms.get(i))
-            .is_some_and(|s| s.func && addr < s.start.saturating_add(s.size.max(1)))
+        let s = self.syms.get(i.checked_sub(1)?)?;
+        (addr < s.start.saturating_add(s.size.max(1))).then_some(s)
     }
 
     /// Start and size of each symbol, by address.

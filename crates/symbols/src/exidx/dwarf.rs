@@ -47,12 +47,10 @@ impl fmt::Display for DwarfError {
     }
 }
 
-/// Whether r`n` keeps its value across a call when the row says nothing of it: the
-/// callee-saved r4-r11 and sp (AAPCS §6.1.1), and lr, which holds the return address until
-/// a function saves it.
-fn preserved(n: usize) -> bool {
-    matches!(n, 4..=11 | SP | LR)
-}
+/// The registers that keep their values across a call when the row says nothing of them:
+/// the callee-saved r4-r11 and sp (AAPCS §6.1.1), and lr, which holds the return address
+/// until a function saves it.
+const PRESERVED: u16 = 0x0ff0 | 1 << SP | 1 << LR;
 
 /// The caller's registers from the row for the code at file address `addr` of `cfi`:
 /// `None` when no FDE covers it. On success `regs` are the caller's, its pc the return
@@ -98,15 +96,8 @@ fn apply(
     };
     let mut caller = Regs {
         r: regs.r,
-        known: 0,
+        known: regs.known & PRESERVED,
     };
-    for n in 0..16 {
-        if preserved(n) {
-            if let Some(v) = regs.get(n) {
-                caller.set(n, v);
-            }
-        }
-    }
     caller.set(SP, cfa);
     let ra = reg(ra.0)?;
     let mut ra_value = regs.get(ra);

@@ -147,7 +147,8 @@ impl State<'_> {
         if arch == Some(Arch::Aarch64) {
             self.insert_lr_callers(s, pid, &mut entries, unwind.is_some());
         }
-        if arch == Some(Arch::Arm) && s.callchain.as_ref().is_some_and(|c| !c.is_empty()) {
+        if arch == Some(Arch::Arm) {
+            // The entries after the first are return addresses (call sites).
             for e in entries.iter_mut().skip(1).filter(|e| e.0) {
                 e.1 = self.kernel_return_lookup(e.1);
             }
