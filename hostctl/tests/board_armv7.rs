@@ -9,7 +9,7 @@
 //! `cargo test -p kprofctl --test board_armv7 -- --ignored --test-threads=1`.
 
 use kprof_test_support::board::{self, find_file, report_json, Board};
-use kprof_test_support::outcome;
+use kprof_test_support::report::capture;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -196,21 +196,17 @@ fn board_armv7_writer_thumb_debug_frame_whole_path() {
 /// perf.data, with its kallsyms snapshot and the board's vmlinux.
 fn perf_top_in_module(capture: &Path, symbols: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new("tar")
-        .arg("xzf")
-        .arg(capture)
-        .arg("-C")
-        .arg(dir.path())
-        .args(["perf.data", "kallsyms"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    capture::run(
+        Command::new("tar")
+            .arg("xzf")
+            .arg(capture)
+            .arg("-C")
+            .arg(dir.path())
+            .args(["perf.data", "kallsyms"]),
+        "tar",
     );
     let vmlinux = find_file(symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
-    let (ok, report, err) = outcome(
+    let out = capture::run(
         Command::new("perf")
             .current_dir(dir.path())
             .args([
@@ -224,8 +220,9 @@ fn perf_top_in_module(capture: &Path, symbols: &Path) -> String {
             ])
             .args(["--sort", "dso,sym", "--kallsyms", "kallsyms", "--vmlinux"])
             .arg(&vmlinux),
+        "perf report (linux-perf)",
     );
-    assert!(ok, "perf report: {err}");
+    let report = String::from_utf8_lossy(&out.stdout);
     report
         .lines()
         .filter(|l| !l.starts_with('#'))

@@ -156,17 +156,12 @@ pub fn report_json(
     symbols: &Path,
     extra: &[&str],
 ) -> serde_json::Value {
-    let (ok, out, err) = outcome(
-        board
-            .kprofctl()
-            .arg("report")
-            .arg(capture)
-            .arg("--symbols")
-            .arg(symbols)
-            .args(["--format", "json"])
-            .args(extra),
+    let out = report_against(
+        board,
+        capture,
+        symbols,
+        &[&["--format", "json"], extra].concat(),
     );
-    assert!(ok, "report failed: {err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"))
 }
 
@@ -295,13 +290,18 @@ pub fn traverse_loop_lines(symbols: &Path) -> std::ops::RangeInclusive<u64> {
 /// `kprofctl report CAPTURE --symbols KPROF_BOARD_SYMBOLS ARGS...`, which must succeed: its
 /// stdout.
 pub fn report_text(board: &Board, capture: &Path, args: &[&str]) -> String {
+    report_against(board, capture, &board.symbols, args)
+}
+
+/// `kprofctl report CAPTURE --symbols SYMBOLS ARGS...`, which must succeed: its stdout.
+fn report_against(board: &Board, capture: &Path, symbols: &Path, args: &[&str]) -> String {
     let (ok, out, err) = outcome(
         board
             .kprofctl()
             .arg("report")
             .arg(capture)
             .arg("--symbols")
-            .arg(&board.symbols)
+            .arg(symbols)
             .args(args),
     );
     assert!(ok, "kprofctl report {args:?}: {err}");

@@ -1,6 +1,7 @@
 //! Bad input to `kprofctl report`: one clear message naming the file, a non-zero exit where
 //! nothing can be shown, no panic; damaged data after good samples is shown with a warning.
 
+use crate::render_support::capture;
 use crate::report_common::{assert_clear_failure, compile, kprofctl, perf_record, recorded};
 use std::path::{Path, PathBuf};
 
@@ -48,26 +49,22 @@ fn report_perfdata_absurd_size_fails_clearly() {
 fn pinned_perf_bytes() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     compile(&dir.path().join("hotloop"), false);
-    let out = std::process::Command::new("taskset")
-        .current_dir(dir.path())
-        .args([
-            "-c",
-            "0",
-            "perf",
-            "record",
-            "-e",
-            "cpu-clock",
-            "-c",
-            "250000",
-            "-g",
-        ])
-        .args(["-o", "perf.data", "./hotloop", "12"])
-        .output()
-        .expect("taskset (util-linux) and perf (linux-perf)");
-    assert!(
-        out.status.success(),
-        "perf record: {}",
-        String::from_utf8_lossy(&out.stderr)
+    capture::run(
+        std::process::Command::new("taskset")
+            .current_dir(dir.path())
+            .args([
+                "-c",
+                "0",
+                "perf",
+                "record",
+                "-e",
+                "cpu-clock",
+                "-c",
+                "250000",
+                "-g",
+            ])
+            .args(["-o", "perf.data", "./hotloop", "12"]),
+        "taskset (util-linux) and perf record (linux-perf)",
     );
     std::fs::read(dir.path().join("perf.data")).unwrap()
 }
@@ -277,7 +274,7 @@ fn symbols_json_decoy_vmlinux_mismatch() {
     let found = kprof_id(&decoy);
     // A capture with kernel samples for sure (its program writes to /dev/null): hotloop's
     // rarely enters the kernel, and a kernel without samples has no row to check.
-    let p = crate::render_support::capture::shared().0.perf_data();
+    let p = capture::shared().0.perf_data();
     let (p, s) = (p.to_str().unwrap(), decoy_dir.path().to_str().unwrap());
 
     let v = crate::report_perf::json(&["symbols", p, "--symbols", s, "--json"]);
