@@ -12,36 +12,49 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use common::*;
+use kprof_test_support::system::{Tracefs, TRACEFS};
 
 static FTRACE: Mutex<()> = Mutex::new(());
-const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// A shell busy loop of about a tenth of a second on this host.
 const BUSY: &str = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done";
 
-fn read(name: &str) -> String {
-    std::fs::read_to_string(format!("{TRACEFS}/{name}")).unwrap()
+/// ftrace for one test: the lock that keeps the tests that change its global settings apart,
+/// tracefs to read and write them through (mounted privately for the test when the machine
+/// has it unmounted, as a fresh one does), and ftrace's clock and `tracing_on` put back as
+/// they were when made, whatever the test did.
+struct Ftrace {
+    tracefs: Tracefs,
+    clock: String,
+    tracing_on: String,
+    _lock: std::sync::MutexGuard<'static, ()>,
 }
 
-fn selected_clock() -> String {
-    let c = read("trace_clock");
-    let start = c.find('[').unwrap() + 1;
-    c[start..start + c[start..].find(']').unwrap()].to_string()
-}
-
-/// Puts ftrace's clock and tracing_on back as they were when made, whatever the test did.
-struct Restore(String, String);
-
-impl Restore {
-    fn now() -> Restore {
-        Restore(selected_clock(), read("tracing_on").trim().to_string())
+impl Ftrace {
+    fn take() -> Ftrace {
+        require_root();
+        let lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
+        let tracefs = Tracefs::open();
+        Ftrace {
+            clock: tracefs.selected_clock(),
+            tracing_on: tracefs.read("tracing_on").trim().to_string(),
+            tracefs,
+            _lock: lock,
+        }
     }
 }
 
-impl Drop for Restore {
+impl std::ops::Deref for Ftrace {
+    type Target = Tracefs;
+    fn deref(&self) -> &Tracefs {
+        &self.tracefs
+    }
+}
+
+impl Drop for Ftrace {
     fn drop(&mut self) {
-        let _ = std::fs::write(format!("{TRACEFS}/trace_clock"), &self.0);
-        let _ = std::fs::write(format!("{TRACEFS}/tracing_on"), &self.1);
+        let _ = std::fs::write(self.path("trace_clock"), &self.clock);
+        let _ = std::fs::write(self.path("tracing_on"), &self.tracing_on);
     }
 }
 
@@ -64,12 +77,11 @@ fn sample_times(perf_data: &str) -> Vec<(i32, f64, String)> {
 /// (the same clock), and the manifest counts three lines, none lost.
 #[test]
 fn record_markers_perf_script_lists_lines_in_order() {
-    require_root();
-    let _lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
-    let _restore = Restore::now();
+    let ftrace = Ftrace::take();
     let dir = scratch("markers");
     let script = format!(
-        "{BUSY}; for p in one two three; do echo \"phase $p\" > {TRACEFS}/trace_marker; {BUSY}; done"
+        "{BUSY}; for p in one two three; do echo \"phase $p\" > {}; {BUSY}; done",
+        ftrace.path("trace_marker").display()
     );
     let out = record(
         &["-e", "cpu-clock", "--markers"],
@@ -121,14 +133,47 @@ fn record_markers_perf_script_lists_lines_in_order() {
     assert!(marks.windows(2).all(|w| w[0] < w[1]), "{marks:?}");
 }
 
+/// On a machine where nothing mounted tracefs yet (a fresh one, a bare board), `--markers`
+/// mounts it at /sys/kernel/tracing by itself and records the line written there. Run in a
+/// mount namespace of its own (`unshare -m`) with tracefs unmounted inside it, so the machine's
+/// mounts stay as they are whatever the test finds.
+#[test]
+fn record_markers_mounts_tracefs_when_nothing_did() {
+    let _ftrace = Ftrace::take();
+    let dir = scratch("markers-fresh");
+    let script = format!(
+        "while umount {TRACEFS} 2>/dev/null; do :; done; \
+         [ ! -e {TRACEFS}/trace_marker ] || {{ echo 'tracefs still mounted' >&2; exit 99; }}; \
+         exec \"$0\" record -e cpu-clock --markers -o \"$1\" -- \
+           sh -c 'echo fresh-machine > {TRACEFS}/trace_marker'"
+    );
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            AGENT,
+        ])
+        .arg(&dir)
+        .output()
+        .expect("unshare (util-linux)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let unpacked = unpack(&archive_of(&out), &dir);
+    let markers = manifest(&unpacked).markers.expect("manifest markers entry");
+    assert_eq!((markers.lines, markers.lost), (1, 0), "{stderr}");
+}
+
 /// A tracefs that is not there: one line naming the directory, the kernel options and the
 /// mount command; no capture left behind, ftrace's clock untouched.
 #[test]
 fn record_markers_missing_tracefs_named() {
-    require_root();
-    let _lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
+    let ftrace = Ftrace::take();
     let dir = scratch("markers-missing");
-    let clock = selected_clock();
+    let clock = ftrace.selected_clock();
     let out = Command::new(AGENT)
         .args(["record", "--markers", "-o"])
         .arg(&dir)
@@ -148,7 +193,7 @@ fn record_markers_missing_tracefs_named() {
         assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
     assert!(dir_entries(&dir).is_empty(), "{:?}", dir_entries(&dir));
-    assert_eq!(selected_clock(), clock);
+    assert_eq!(ftrace.selected_clock(), clock);
 }
 
 /// With `global` clock and tracing off before: during the capture the clock is `perf` and
@@ -156,11 +201,9 @@ fn record_markers_missing_tracefs_named() {
 /// capture is sealed.
 #[test]
 fn record_markers_sigint_restores_trace_clock() {
-    require_root();
-    let _lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
-    let _restore = Restore::now();
-    std::fs::write(format!("{TRACEFS}/trace_clock"), "global").unwrap();
-    std::fs::write(format!("{TRACEFS}/tracing_on"), "0").unwrap();
+    let ftrace = Ftrace::take();
+    ftrace.write("trace_clock", "global");
+    ftrace.write("tracing_on", "0");
     let dir = scratch("markers-sigint");
     let mut child = Command::new(AGENT)
         .args(["record", "-e", "cpu-clock", "--markers", "-o"])
@@ -179,14 +222,14 @@ fn record_markers_sigint_restores_trace_clock() {
             "agent ended early"
         );
     }
-    assert_eq!(selected_clock(), "perf");
-    assert_eq!(read("tracing_on").trim(), "1");
+    assert_eq!(ftrace.selected_clock(), "perf");
+    assert_eq!(ftrace.read("tracing_on").trim(), "1");
     // SAFETY: kill with a valid pid of our own child and a valid signal.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}", out.status);
-    assert_eq!(selected_clock(), "global");
-    assert_eq!(read("tracing_on").trim(), "0");
+    assert_eq!(ftrace.selected_clock(), "global");
+    assert_eq!(ftrace.read("tracing_on").trim(), "0");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.trim_end().ends_with(".kprof.tar.gz"), "{stdout}");
 }
@@ -196,14 +239,13 @@ fn record_markers_sigint_restores_trace_clock() {
 /// which the agent also reports on stderr.
 #[test]
 fn record_markers_burst_lost_lines_counted() {
-    require_root();
-    let _lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
-    let _restore = Restore::now();
+    let ftrace = Ftrace::take();
     let dir = scratch("markers-burst");
     let n = 300_000u64;
     let script = format!(
-        "import os\nfd = os.open('{TRACEFS}/trace_marker', os.O_WRONLY)\n\
-         for i in range({n}): os.write(fd, b'burst %d' % i)\n"
+        "import os\nfd = os.open('{}', os.O_WRONLY)\n\
+         for i in range({n}): os.write(fd, b'burst %d' % i)\n",
+        ftrace.path("trace_marker").display()
     );
     let out = record(
         &["-e", "cpu-clock", "--markers"],
@@ -242,11 +284,9 @@ fn record_markers_burst_lost_lines_counted() {
 /// made) puts them back: clock `global` and tracing off as before, nothing recorded.
 #[test]
 fn record_markers_setup_error_restores_trace_clock() {
-    require_root();
-    let _lock = FTRACE.lock().unwrap_or_else(|e| e.into_inner());
-    let _restore = Restore::now();
-    std::fs::write(format!("{TRACEFS}/trace_clock"), "global").unwrap();
-    std::fs::write(format!("{TRACEFS}/tracing_on"), "0").unwrap();
+    let ftrace = Ftrace::take();
+    ftrace.write("trace_clock", "global");
+    ftrace.write("tracing_on", "0");
     let out = Command::new(AGENT)
         .args([
             "record",
@@ -261,6 +301,6 @@ fn record_markers_setup_error_restores_trace_clock() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("/proc/kprof-no-such-dir"), "{stderr}");
-    assert_eq!(selected_clock(), "global");
-    assert_eq!(read("tracing_on").trim(), "0");
+    assert_eq!(ftrace.selected_clock(), "global");
+    assert_eq!(ftrace.read("tracing_on").trim(), "0");
 }

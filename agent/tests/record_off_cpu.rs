@@ -33,7 +33,7 @@ fn record_off_cpu_perf_script_lists_switches() {
     assert_eq!(sw.sample_period, Some(1));
     assert!(sw.samples > 0, "no switch recorded");
 
-    let script = Command::new("perf")
+    let script = kprof_test_support::system::perf()
         .args(["script", "-i"])
         .arg(unpacked.join("perf.data"))
         .output()

@@ -376,7 +376,7 @@ fn board_arm64_perf_report_reads_capture_same_top_function() {
     let ko = find_file(&board.symbols, "mychardrv.ko").unwrap();
     let vmlinux = find_file(&board.symbols, "vmlinux").unwrap();
     let perf = |args: &[&str]| {
-        let out = Command::new("perf")
+        let out = kprof_test_support::system::perf()
             .args(args)
             .env("HOME", scratch.path())
             .env("PERF_PAGER", "cat")

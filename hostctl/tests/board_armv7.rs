@@ -207,7 +207,7 @@ fn perf_top_in_module(capture: &Path, symbols: &Path) -> String {
     );
     let vmlinux = find_file(symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
     let out = capture::run(
-        Command::new("perf")
+        kprof_test_support::system::perf()
             .current_dir(dir.path())
             .args([
                 "report",

@@ -307,7 +307,7 @@ pub fn map_of(maps: &[Map], pid: i32, ip: u64) -> Option<&Map> {
 
 /// Runs Debian's perf with the given arguments, returning (stdout, stderr).
 pub fn perf(args: &[&str]) -> (String, String) {
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .args(args)
         .output()
         .expect("Debian's perf (linux-perf) must be installed");

@@ -325,7 +325,7 @@ fn symbolize_perfdata_fork_after_childs_mmap2_inherits_parent() {
         "prog",
     );
     capture::run(
-        std::process::Command::new("perf")
+        kprof_test_support::system::perf()
             .current_dir(&dir)
             .args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-g"])
             .args(["-o", "perf.data", "./prog"]),

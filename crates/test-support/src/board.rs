@@ -621,7 +621,7 @@ pub fn check_markers(board: &Board) {
     assert!(untar.success());
     let (ok, script, err) =
         outcome(
-            Command::new("perf")
+            crate::system::perf()
                 .current_dir(dir.path())
                 .args(["script", "-i", "perf.data"]),
         );

@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod report;
 #[cfg(feature = "sshd")]
 pub mod sshd;
+pub mod system;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -34,21 +35,27 @@ pub fn free_port() -> u16 {
 }
 
 /// `kprofctl` (the test's `env!("CARGO_BIN_EXE_kprofctl")`) run in `work` with `home` as HOME,
-/// and nothing of the caller's environment that changes what it does: no ssh-agent
-/// (`SSH_AUTH_SOCK`), no `KPROF_PASSWORD`, no `KPROF_AGENT` (a test that deploys a given agent
-/// says so with `--agent` or sets it), no `BUILDDIR`; stdin is not a terminal.
+/// and nothing of the caller's environment or configuration that changes what it does
+/// ([`system::isolate`]: no `kprof.toml` found by search, no `KPROF_*`, ssh-agent,
+/// `BUILDDIR`, `DEBUGINFOD_*`); stdin is not a terminal. A test that deploys a given agent
+/// says so with `--agent` or sets `KPROF_AGENT`.
 ///
 /// The one builder of the integration tests' `Client` and the board tests' `Board`.
 pub fn kprofctl(bin: &Path, home: &Path, work: &Path) -> Command {
     let mut cmd = Command::new(bin);
-    cmd.current_dir(work)
-        .env("HOME", home)
-        .env_remove("SSH_AUTH_SOCK")
-        .env_remove("KPROF_PASSWORD")
-        .env_remove("KPROF_AGENT")
-        .env_remove("BUILDDIR")
-        .env_remove("DEBUGINFOD_URLS")
+    system::isolate(&mut cmd, home)
+        .current_dir(work)
         .stdin(Stdio::null());
+    cmd
+}
+
+/// `kprofctl` for a test that needs no particular home: [`system::isolate`]d with `HOME` at
+/// [`system::NO_HOME`], which does not exist, so nothing of `~` is read and anything kprofctl
+/// would write there fails loudly; the test sets `KPROF_CACHE_DIR` (or `HOME`) when it wants a
+/// cache.
+pub fn kprofctl_command(bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    system::isolate(&mut cmd, Path::new(system::NO_HOME));
     cmd
 }
 

@@ -12,28 +12,14 @@ use std::time::{Duration, Instant};
 /// A running sshd; killed on drop.
 #[derive(Debug)]
 pub struct Sshd {
-    /// Its config, host key, `authorized_keys` and `sshd.log`.
+    /// Its config, host key, `authorized_keys` and `sshd.log`; the tests' fake board installs
+    /// the agent and keeps captures below it (in [`crate::system::board_scratch_dir`]).
     pub dir: tempfile::TempDir,
     /// Its port on 127.0.0.1.
     pub port: u16,
     child: Child,
     key: PathBuf,
     extra: String,
-}
-
-/// Where the servers' directories go: the target directory's `tmp/` (what cargo names
-/// `CARGO_TARGET_TMPDIR` for integration tests; the test binary is `TARGET/PROFILE/deps/NAME`).
-/// Not under /tmp: kprofctl refuses to install or run the agent in a directory other users
-/// can write (or below one), and the integration tests deploy into this one.
-fn scratch_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = exe
-        .ancestors()
-        .nth(3)
-        .map(|target| target.join("tmp"))
-        .unwrap_or_else(|| exe.parent().unwrap().to_path_buf());
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    dir
 }
 
 impl Sshd {
@@ -53,7 +39,7 @@ impl Sshd {
         std::fs::create_dir_all("/run/sshd").unwrap();
         let dir = tempfile::Builder::new()
             .prefix("sshd-")
-            .tempdir_in(scratch_dir())
+            .tempdir_in(crate::system::board_scratch_dir())
             .unwrap();
         let key = dir.path().join(format!("host_{key_type}"));
         keygen(&key, key_type, "test-host");

@@ -27,6 +27,22 @@ pub struct SymbolArgs {
     /// most concerned and counts the rest).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Whether the user's setup adds to the command line: a `kprof.toml` (`$KPROF_CONFIG`, or
+    /// found from the working directory up) and `$BUILDDIR`. The command line reads them;
+    /// `SymbolArgs::default()` does not, so that code built from it (the unit tests) sees only
+    /// what it was given.
+    #[arg(skip = UserSetup::Read)]
+    pub user_setup: UserSetup,
+}
+
+/// Whether [`SymbolArgs`] reads the user's `kprof.toml` and `$BUILDDIR`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UserSetup {
+    /// Read them (every kprofctl command line).
+    Read,
+    /// Only the fields given.
+    #[default]
+    Ignore,
 }
 
 impl SymbolArgs {
@@ -124,13 +140,17 @@ impl SymbolArgs {
                 out.push(p.clone());
             }
         }
-        let config = config_symbols()?;
+        let (config, builddir) = match self.user_setup {
+            UserSetup::Read => (
+                config_symbols()?,
+                std::env::var_os("BUILDDIR")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+            ),
+            UserSetup::Ignore => (ConfigSymbols::default(), None),
+        };
         out.extend(config.paths);
-        let yocto = self.yocto.clone().or(config.yocto).or_else(|| {
-            std::env::var_os("BUILDDIR")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        });
+        let yocto = self.yocto.clone().or(config.yocto).or(builddir);
         if let Some(y) = yocto {
             let found = crate::discover::yocto_symbol_paths(&y)
                 .with_context(|| format!("Yocto build directory {}", y.display()))?;

@@ -2,14 +2,12 @@
 //! output directory: success, failure with the log's path, and refusal outside any build.
 
 use std::path::Path;
-use std::process::Command;
 
 fn kprofctl(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+    crate::report_common::kprofctl_command()
         .arg("build")
         .args(args)
         .current_dir(dir)
-        .env_remove("BUILDDIR")
         .output()
         .expect("run kprofctl")
 }

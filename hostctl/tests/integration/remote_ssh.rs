@@ -2,8 +2,9 @@
 //! aliases, passwords. A login is proven by an error only a logged-in kprofctl can give: asking
 //! `fetch` for a capture id that does not exist.
 
-use crate::remote_support::{board, run_ok, throwaway_user, untrusted_board, Client, Sshd};
+use crate::remote_support::{board, run_ok, untrusted_board, Client, Sshd};
 use kprof_test_support::outcome;
+use kprof_test_support::system::TestUser;
 use std::process::Command;
 
 /// The message `fetch TARGET nope` gives once logged in.
@@ -155,28 +156,6 @@ fn connect_ssh_config_alias_identity_file() {
     assert!(err.contains(&sshd.target()), "{err}");
 }
 
-/// A throwaway local user with a password, for the password tests (created once, idempotent).
-fn password_user() -> (&'static str, &'static str) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    let (user, password) = ("kprofpwtest", "right-Pass-7");
-    ONCE.call_once(|| {
-        throwaway_user(user);
-        let mut chpasswd = Command::new("chpasswd")
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write as _;
-        chpasswd
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(format!("{user}:{password}\n").as_bytes())
-            .unwrap();
-        assert!(chpasswd.wait().unwrap().success());
-    });
-    (user, password)
-}
-
 /// An sshd with `extra` config lines whose host key the client trusts, and the target
 /// `USER@127.0.0.1:PORT` for logging in with a password (no key is authorized).
 fn password_board(extra: &str, user: &str) -> (Sshd, Client, String) {
@@ -187,21 +166,14 @@ fn password_board(extra: &str, user: &str) -> (Sshd, Client, String) {
     (sshd, client, target)
 }
 
-/// Locks a throwaway account's password again when a test ends, even by a panic, so that no
-/// account with a known or empty password stays open on the machine.
-struct LockOnDrop(&'static str);
-
-impl Drop for LockOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("usermod").args(["-p", "!", self.0]).status();
-    }
-}
-
 /// A wrong password is one clear error naming the user and target; the right one logs in.
 #[test]
 fn connect_ssh_wrong_password_clear_error() {
-    let (user, password) = password_user();
-    let _lock = LockOnDrop(user);
+    // A throwaway account with a known password: deleted when the test ends, even by a
+    // panic, so no account with a known password stays open on the machine.
+    let account = TestUser::create("kprofpwtest");
+    let (user, password) = (account.name(), "right-Pass-7");
+    account.set_password(password);
     let (_sshd, client, target) = password_board("", user);
     let (ok, out, err) = outcome(fetch_nope(&client, &target).env("KPROF_PASSWORD", "wrong"));
     assert!(!ok);
@@ -217,11 +189,9 @@ fn connect_ssh_wrong_password_clear_error() {
 /// An empty password is tried before asking (debug-tweaks and Buildroot boards have one).
 #[test]
 fn connect_ssh_empty_password_user() {
-    let user = "kprofemptytest";
-    throwaway_user(user);
-    run_ok(Command::new("passwd").args(["-d", user]));
-    let _lock = LockOnDrop(user);
-    let (_sshd, client, target) = password_board("PermitEmptyPasswords yes", user);
+    let account = TestUser::create("kprofemptytest");
+    account.clear_password();
+    let (_sshd, client, target) = password_board("PermitEmptyPasswords yes", account.name());
     let (_, _, err) = outcome(&mut fetch_nope(&client, &target));
     assert!(err.contains(LOGGED_IN), "{err}");
 }

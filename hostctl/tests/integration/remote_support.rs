@@ -28,20 +28,6 @@ pub fn board() -> (Sshd, Client) {
     (sshd, client)
 }
 
-/// A local user `name` (no home, /bin/sh), created unless it exists; its password is left as
-/// it was.
-pub fn throwaway_user(name: &str) {
-    let exists = Command::new("id")
-        .arg(name)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    if !exists {
-        run_ok(Command::new("useradd").args(["-M", "-d", "/tmp", "-s", "/bin/sh", name]));
-    }
-}
-
 /// The client side: a HOME with ~/.ssh, a working directory, and a key pair.
 pub struct Client {
     pub home: tempfile::TempDir,

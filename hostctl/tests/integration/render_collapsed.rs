@@ -72,7 +72,7 @@ fn report_collapsed_static_fp_program_ends_at_libc_entry() {
         "prog",
     );
     capture::run(
-        std::process::Command::new("perf")
+        kprof_test_support::system::perf()
             .current_dir(dir.path())
             .args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-g"])
             .args(["-o", "perf.data", "./prog", "100", "100"]),

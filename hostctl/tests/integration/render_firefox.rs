@@ -67,7 +67,7 @@ impl Track<'_> {
 
 /// Samples per `(comm, tid)` as `perf script` reads the capture.
 fn perf_threads(perf_data: &std::path::Path) -> BTreeMap<(String, String), u64> {
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .args(["script", "-F", "comm,tid", "-i"])
         .arg(perf_data)
         .output()

@@ -8,10 +8,9 @@ use std::process::{Command, Output};
 
 /// Runs kprofctl with `args`, with an empty kprof.toml search and no stored index.
 pub fn kprofctl(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+    crate::report_common::kprofctl_command()
         .args(args)
         .current_dir(cwd)
-        .env_remove("BUILDDIR")
         .env("KPROF_CACHE_DIR", cwd.join("cache"))
         .output()
         .expect("kprofctl runs")
@@ -54,7 +53,7 @@ pub fn build_id(elf: &Path) -> String {
 
 /// The `perf report` header's sample count of a perf.data.
 pub fn perf_sample_count(perf_data: &Path) -> u64 {
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .args(["report", "--stdio", "-i"])
         .arg(perf_data)
         .output()

@@ -37,7 +37,7 @@ fn record_phases() -> phases::Phases {
         "--",
     ];
     run(
-        Command::new("perf")
+        kprof_test_support::system::perf()
             .current_dir(p.path())
             .args(["record", "-q"])
             .args(args)
@@ -79,7 +79,7 @@ pub(crate) fn check_in(page: &Path, shots: &Path, size: &str, drags: &[&str]) ->
 /// The CPUs with samples in the capture, as `perf report --sort cpu` lists them.
 fn perf_cpus(perf_data: &Path) -> usize {
     let out = run(
-        Command::new("perf")
+        kprof_test_support::system::perf()
             .args([
                 "report", "--stdio", "-q", "--sort", "cpu", "-g", "none", "-i",
             ])

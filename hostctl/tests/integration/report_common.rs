@@ -45,7 +45,7 @@ pub fn recorded() -> &'static Path {
 /// must succeed. A fixed period (250 µs of cpu-clock) makes perf's period-sorted order equal
 /// to the sample-count order kprofctl uses.
 pub fn perf_record(dir: &Path, options: &[&str], reps: &str) {
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(dir)
         .args(["record", "-e", "cpu-clock", "-c", "250000", "-g"])
         .args(options)
@@ -59,6 +59,12 @@ pub fn perf_record(dir: &Path, options: &[&str], reps: &str) {
     );
 }
 
+/// The kprofctl under test, isolated from the user's setup (`kprof.toml`, `KPROF_*`, HOME,
+/// `DEBUGINFOD_*`: `kprof_test_support::system::isolate`).
+pub fn kprofctl_command() -> Command {
+    kprof_test_support::kprofctl_command(Path::new(env!("CARGO_BIN_EXE_kprofctl")))
+}
+
 /// Runs kprofctl with a private build-id index.
 pub fn kprofctl(args: &[&str]) -> Output {
     kprofctl_env(args, &[])
@@ -68,11 +74,9 @@ pub fn kprofctl(args: &[&str]) -> Output {
 /// `env` names one: the tests' results must not depend on the environment's.
 pub fn kprofctl_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let cache = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+    kprofctl_command()
         .args(args)
         .env("KPROF_CACHE_DIR", cache.path())
-        .env_remove("BUILDDIR")
-        .env_remove("DEBUGINFOD_URLS")
         .envs(env.iter().copied())
         .output()
         .unwrap()

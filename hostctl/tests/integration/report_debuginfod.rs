@@ -31,7 +31,7 @@ fn moved_built(build: impl Fn(&Path)) -> Moved {
     let served = tempfile::tempdir().unwrap();
     build(&capture.path().join("hotloop"));
     // -N: perf's own build-id cache (~/.debug) would be a local copy.
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(capture.path())
         .args(["record", "-N", "-e", "cpu-clock", "-c", "250000", "-g"])
         .args(["-o", "perf.data", "./hotloop", "6"])

@@ -45,12 +45,15 @@ fn report_perfdata_absurd_size_fails_clearly() {
 /// only: every record is in one ring, the program's MMAP2 before its samples. (Unpinned, the
 /// exec's MMAP2 can be in the other CPU's ring, which perf writes after the first: damage
 /// over the second half then hides the mapping of every sample before it, and the report
-/// rightly shows them `[unknown]`, as one CI run did.)
-fn pinned_perf_bytes() -> Vec<u8> {
+/// rightly shows them `[unknown]`, as one CI run did.) The directory, with `hotloop` at the
+/// path perf recorded, lives as long as the caller keeps it: kprofctl finds the program
+/// there, not in perf's build-id cache of some earlier run.
+fn pinned_perf_bytes() -> (tempfile::TempDir, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     compile(&dir.path().join("hotloop"), false);
     capture::run(
         std::process::Command::new("taskset")
+            .env("PERF_CONFIG", "/dev/null")
             .current_dir(dir.path())
             .args([
                 "-c",
@@ -66,7 +69,8 @@ fn pinned_perf_bytes() -> Vec<u8> {
             .args(["-o", "perf.data", "./hotloop", "12"]),
         "taskset (util-linux) and perf record (linux-perf)",
     );
-    std::fs::read(dir.path().join("perf.data")).unwrap()
+    let bytes = std::fs::read(dir.path().join("perf.data")).unwrap();
+    (dir, bytes)
 }
 
 /// Garbage over the second half of the records: the samples before it are shown, flagged.
@@ -74,7 +78,7 @@ fn pinned_perf_bytes() -> Vec<u8> {
 /// reader must not drop the good half with the damaged one.
 #[test]
 fn report_perfdata_corrupted_records_keeps_good_samples() {
-    let mut b = pinned_perf_bytes();
+    let (_program, mut b) = pinned_perf_bytes();
     let data_off = u64::from_le_bytes(b[40..48].try_into().unwrap()) as usize;
     let data_len = u64::from_le_bytes(b[48..56].try_into().unwrap()) as usize;
     let from = data_off + data_len / 2;
@@ -173,7 +177,7 @@ fn report_user_buildid_mismatch_reported() {
     assert_ne!(old_id, new_id);
     // A private HOME: perf's ~/.debug cache may hold the old binary from another test.
     let home = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+    let out = crate::report_common::kprofctl_command()
         .args([
             "report",
             dir.path().join("perf.data").to_str().unwrap(),

@@ -74,7 +74,7 @@ fn recorded() -> &'static Path {
         let mut exe = b"./".to_vec();
         exe.extend_from_slice(EVIL_BINARY);
         run_ok(
-            Command::new("perf")
+            kprof_test_support::system::perf()
                 .current_dir(&dir)
                 .args(["record", "-q", "-e", "cpu-clock", "-F", "2000", "-g"])
                 .args(["-o", "perf.data"])

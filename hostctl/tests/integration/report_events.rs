@@ -58,15 +58,19 @@ fn assert_counts_and_warning(v: &serde_json::Value, stderr: &str, warning: &str)
 fn report_perfdata_ratio_counts_zero_event_warned() {
     let dir = tempfile::tempdir().unwrap();
     compile(&dir.path().join("hotloop"), false);
-    run_ok(Command::new("perf").current_dir(dir.path()).args([
-        "record",
-        "-e",
-        "cpu-clock/period=1000000/,task-clock/period=10000000/,alignment-faults",
-        "-o",
-        "perf.data",
-        "./hotloop",
-        REPS,
-    ]));
+    run_ok(
+        kprof_test_support::system::perf()
+            .current_dir(dir.path())
+            .args([
+                "record",
+                "-e",
+                "cpu-clock/period=1000000/,task-clock/period=10000000/,alignment-faults",
+                "-o",
+                "perf.data",
+                "./hotloop",
+                REPS,
+            ]),
+    );
     let (v, stderr) = ratio_report(&dir.path().join("perf.data"));
     assert_counts_and_warning(&v, &stderr, "event alignment-faults has no samples");
 }

@@ -4,7 +4,6 @@
 use crate::report_common::recorded;
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::CommandExt as _;
-use std::process::Command;
 
 /// `report -o` (every format) and `diff -o` create their file 0600 under umask 022.
 #[test]
@@ -21,12 +20,13 @@ fn report_output_file_private_under_umask_022() {
     ];
     for (name, args) in runs {
         let file = out_dir.path().join(name);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kprofctl"));
+        let mut cmd = kprof_test_support::kprofctl_command(std::path::Path::new(env!(
+            "CARGO_BIN_EXE_kprofctl"
+        )));
         cmd.args(&args)
             .arg("-o")
             .arg(&file)
-            .env("KPROF_CACHE_DIR", cache.path())
-            .env_remove("BUILDDIR");
+            .env("KPROF_CACHE_DIR", cache.path());
         // SAFETY: umask is async-signal-safe and touches only the child between fork and exec.
         unsafe {
             cmd.pre_exec(|| {

@@ -131,7 +131,7 @@ fn report_archive_gzip_bomb_fails_fast() {
 /// today's tree read it all into memory.
 #[test]
 fn report_stdin_bomb_limit_named() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+    let mut child = crate::report_common::kprofctl_command()
         .args(["report", "-"])
         .env("KPROF_MAX_INPUT_SIZE", "4M")
         .env("KPROF_CACHE_DIR", tempfile::tempdir().unwrap().path())
@@ -164,7 +164,7 @@ fn report_stdin_bomb_limit_named() {
 fn report_max_input_size_bad_value_refused() {
     let dir = tempfile::tempdir().unwrap();
     let capture = pack(&seed_members(dir.path()), dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+    let out = crate::report_common::kprofctl_command()
         .args(["report", capture.to_str().unwrap()])
         .env("KPROF_MAX_INPUT_SIZE", "2 gigs")
         .env("KPROF_CACHE_DIR", dir.path())

@@ -121,7 +121,7 @@ fn recorded() -> &'static Path {
             std::fs::copy(d.join("nothing"), d.join(b)).unwrap();
             args.push(d.join(b).display().to_string());
         }
-        let out = Command::new("perf")
+        let out = kprof_test_support::system::perf()
             .current_dir(d)
             .args(&args)
             .output()
@@ -314,7 +314,7 @@ fn report_time_json_mark_texts_phase_on_top() {
 #[test]
 fn report_perfdata_pipe_tracepoint_refused_clearly() {
     let d = recorded();
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(d)
         .args([
             "record",

@@ -289,7 +289,7 @@ fn report_off_cpu_perf_record_capture() {
     let dir = tempfile::tempdir().unwrap();
     let exe = build_blocking(dir.path());
     let data = dir.path().join("perf.data");
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .args([
             "record",
             "-q",

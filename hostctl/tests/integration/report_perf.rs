@@ -3,12 +3,11 @@
 
 use crate::report_common::{kprofctl, line_of, recorded};
 use std::collections::HashMap;
-use std::process::Command;
 
 /// `perf report -n --no-children --sort dso,sym` on `dir/file` as `(dso, symbol) → samples`,
 /// in perf's order.
 pub fn perf_report(dir: &std::path::Path, file: &str) -> Vec<((String, String), u64)> {
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(dir)
         .args([
             "report",
@@ -243,7 +242,7 @@ fn report_text_callers_without_call_chains_says_not_recorded() {
         .tempdir()
         .unwrap();
     crate::report_common::compile(&dir.path().join("hotloop"), false);
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(dir.path())
         .args([
             "record",

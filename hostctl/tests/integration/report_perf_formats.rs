@@ -26,7 +26,7 @@ fn workdir() -> PathBuf {
 
 /// Runs `perf ARGS` in `dir`, which must succeed.
 fn perf(dir: &Path, args: &[&str]) {
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(dir)
         .args(args)
         .output()
@@ -131,15 +131,16 @@ fn samples_of(file: &Path) -> (u64, String) {
     (n, stderr)
 }
 
-/// `sh -c SCRIPT` in `dir`, which must succeed; the script sees `$KPROFCTL`.
+/// `sh -c SCRIPT` in `dir`, which must succeed; the script sees `$KPROFCTL`, and neither it
+/// nor perf sees the user's configuration (a private HOME).
 fn sh(dir: &Path, script: &str) {
     let cache = tempfile::tempdir().unwrap();
-    let out = Command::new("sh")
+    let out = kprof_test_support::system::isolate(&mut Command::new("sh"), cache.path())
+        .env("PERF_CONFIG", "/dev/null")
         .current_dir(dir)
         .args(["-c", script])
         .env("KPROFCTL", env!("CARGO_BIN_EXE_kprofctl"))
         .env("KPROF_CACHE_DIR", cache.path())
-        .env_remove("BUILDDIR")
         .output()
         .unwrap();
     assert!(
@@ -218,13 +219,12 @@ fn report_perfarchive_moved_hot_loop_source_line() {
     let home = tempfile::tempdir().unwrap();
     let report = |extra: &[&str]| {
         let cache = tempfile::tempdir().unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_kprofctl"))
+        let out = crate::report_common::kprofctl_command()
             .current_dir(elsewhere.path())
             .args(["report", "perf.data", "--format", "json"])
             .args(extra)
             .env("HOME", home.path())
             .env("KPROF_CACHE_DIR", cache.path())
-            .env_remove("BUILDDIR")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -48,7 +48,7 @@ fn report_json_function_source_is_declaration_line() {
     let (decl, body) = (line_of(&src, "SCAN_DECL"), line_of(&src, "MIX_BODY"));
     // The case of the issue: the first instruction is mix's.
     assert_eq!(first_instruction_line(&bin, "scan_ring"), body);
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .current_dir(dir.path())
         .args([
             "record",

@@ -2,8 +2,6 @@
 //! Debian's perf): each half has its own phase on top, and a window counts exactly the
 //! samples perf itself timestamps inside it.
 
-use std::process::Command;
-
 use crate::render_support::{kprofctl, kprofctl_ok, phases};
 use serde_json::Value;
 
@@ -94,7 +92,7 @@ fn report_time_json_whole_window_equals_lean_report() {
 #[test]
 fn report_time_json_counts_equal_perf_script() {
     let p = phases::recorded();
-    let out = Command::new("perf")
+    let out = kprof_test_support::system::perf()
         .args(["script", "-F", "time", "--ns", "-i"])
         .arg(p.perf_data())
         .output()

@@ -25,7 +25,7 @@ fn recorded() -> &'static Path {
             &dir.join("unwind_demo"),
         );
         for mode in ["dwarf", "fp"] {
-            let out = Command::new("perf")
+            let out = kprof_test_support::system::perf()
                 .current_dir(&dir)
                 .args([
                     "record",

@@ -5,7 +5,6 @@
 use crate::render_support::{kprofctl, phases::Phases};
 use kprof_test_support::report::capture::run;
 use std::collections::HashSet;
-use std::process::Command;
 
 /// The kinds of image warnings, as their lines start.
 const KINDS: &[&str] = &[
@@ -80,7 +79,7 @@ fn report_text_system_wide_image_warnings_grouped() {
         "phases",
     );
     run(
-        Command::new("perf").current_dir(dir).args([
+        kprof_test_support::system::perf().current_dir(dir).args([
             "record",
             "-q",
             "-a",

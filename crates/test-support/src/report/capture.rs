@@ -96,7 +96,7 @@ pub fn record(reps: u32, writes: u32) -> Recorded {
         "prog",
     );
     run(
-        Command::new("perf")
+        crate::system::perf()
             .current_dir(dir.path())
             .args([
                 "record",
@@ -143,7 +143,7 @@ pub fn run(command: &mut Command, what: &str) -> Output {
 
 /// `perf report --stdio --no-children --sort sym` of a capture: (symbol, percent) rows.
 pub fn perf_report_symbols(perf_data: &Path) -> Vec<(String, f64)> {
-    let out = Command::new("perf")
+    let out = crate::system::perf()
         .args([
             "report",
             "--stdio",

@@ -5,7 +5,6 @@
 //! range-selection test.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use super::capture::run;
@@ -81,7 +80,7 @@ impl Phases {
     /// `perf record -e cpu-clock -c 250000 -g --sample-cpu -o perf.data ./phases SECONDS`.
     pub fn perf_record(&self, seconds: &str) {
         run(
-            Command::new("perf").current_dir(self.path()).args([
+            crate::system::perf().current_dir(self.path()).args([
                 "record",
                 "-q",
                 "-e",
