@@ -48,15 +48,7 @@ fn board_wrong_vmlinux_kernel_build_id_mismatch() {
     let vmlinux = find_file(&board.symbols, "vmlinux").expect("vmlinux in KPROF_BOARD_SYMBOLS");
     let mut bytes = std::fs::read(&vmlinux).unwrap();
     // The board runs this vmlinux (must-hold 1 checks that): its build-id per binutils.
-    let readelf = Command::new("readelf")
-        .arg("-n")
-        .arg(&vmlinux)
-        .output()
-        .unwrap();
-    let hex = String::from_utf8_lossy(&readelf.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
-        .expect("vmlinux has a build-id");
+    let hex = kprof_test_support::readelf_build_id(&vmlinux);
     let id: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect();

@@ -12,8 +12,85 @@ KPROF_SITE_METHOD = git
 # download step vendors every crate of the workspace's Cargo.lock, and cargo
 # writes to the workspace's target/ directory, $(KPROF_DIR)/target.
 KPROF_SUBDIR = agent
-KPROF_LICENSE = MIT or Apache-2.0
-KPROF_LICENSE_FILES = LICENSE-APACHE LICENSE-MIT
+# (ci/buildroot/crate-licenses writes this block from the download tarball; Buildroot's
+# cargo infrastructure alone would say "vendored dependencies licenses probably not listed").
+# Licences: the agent's and those of the vendored crates compiled into it
+KPROF_LICENSE = \
+	MIT or Apache-2.0 (kprof), \
+	0BSD or MIT or Apache-2.0 (adler2), \
+	Apache-2.0 WITH LLVM-exception or Apache-2.0 or MIT (linux-raw-sys, rustix), \
+	BSD-3-Clause (zstd-safe, zstd-sys), \
+	MIT (generic-array, simd-adler32, zmij), \
+	MIT or Apache-2.0 (bitflags, block-buffer, cfg-if, cpufeatures, crc32fast, crypto-common, digest, errno, filetime, flate2, itoa, libc, serde, serde_core, serde_json, sha2, tar, typenum, xattr), \
+	MIT or Zlib or Apache-2.0 (miniz_oxide), \
+	Unlicense or MIT (memchr), \
+	Zlib (zlib-rs)
+KPROF_LICENSE_FILES = \
+	LICENSE-APACHE \
+	LICENSE-MIT \
+	VENDOR/adler2/LICENSE-0BSD \
+	VENDOR/adler2/LICENSE-APACHE \
+	VENDOR/adler2/LICENSE-MIT \
+	VENDOR/bitflags/LICENSE-APACHE \
+	VENDOR/bitflags/LICENSE-MIT \
+	VENDOR/block-buffer-0.10.4/LICENSE-APACHE \
+	VENDOR/block-buffer-0.10.4/LICENSE-MIT \
+	VENDOR/cfg-if/LICENSE-APACHE \
+	VENDOR/cfg-if/LICENSE-MIT \
+	VENDOR/cpufeatures-0.2.17/LICENSE-APACHE \
+	VENDOR/cpufeatures-0.2.17/LICENSE-MIT \
+	VENDOR/crc32fast/LICENSE-APACHE \
+	VENDOR/crc32fast/LICENSE-MIT \
+	VENDOR/crypto-common-0.1.7/LICENSE-APACHE \
+	VENDOR/crypto-common-0.1.7/LICENSE-MIT \
+	VENDOR/digest-0.10.7/LICENSE-APACHE \
+	VENDOR/digest-0.10.7/LICENSE-MIT \
+	VENDOR/errno/LICENSE-APACHE \
+	VENDOR/errno/LICENSE-MIT \
+	VENDOR/filetime/LICENSE-APACHE \
+	VENDOR/filetime/LICENSE-MIT \
+	VENDOR/flate2/LICENSE-APACHE \
+	VENDOR/flate2/LICENSE-MIT \
+	VENDOR/generic-array/LICENSE \
+	VENDOR/itoa/LICENSE-APACHE \
+	VENDOR/itoa/LICENSE-MIT \
+	VENDOR/libc/LICENSE-APACHE \
+	VENDOR/libc/LICENSE-MIT \
+	VENDOR/linux-raw-sys/LICENSE-APACHE \
+	VENDOR/linux-raw-sys/LICENSE-MIT \
+	VENDOR/memchr/COPYING \
+	VENDOR/memchr/LICENSE-MIT \
+	VENDOR/memchr/UNLICENSE \
+	VENDOR/miniz_oxide/LICENSE \
+	VENDOR/miniz_oxide/LICENSE-APACHE.md \
+	VENDOR/miniz_oxide/LICENSE-MIT.md \
+	VENDOR/miniz_oxide/LICENSE-ZLIB.md \
+	VENDOR/rustix/LICENSE-APACHE \
+	VENDOR/rustix/LICENSE-MIT \
+	VENDOR/serde/LICENSE-APACHE \
+	VENDOR/serde/LICENSE-MIT \
+	VENDOR/serde_core/LICENSE-APACHE \
+	VENDOR/serde_core/LICENSE-MIT \
+	VENDOR/serde_json/LICENSE-APACHE \
+	VENDOR/serde_json/LICENSE-MIT \
+	VENDOR/sha2-0.10.9/LICENSE-APACHE \
+	VENDOR/sha2-0.10.9/LICENSE-MIT \
+	VENDOR/simd-adler32/LICENSE.md \
+	VENDOR/tar/LICENSE-APACHE \
+	VENDOR/tar/LICENSE-MIT \
+	VENDOR/typenum/LICENSE \
+	VENDOR/typenum/LICENSE-APACHE \
+	VENDOR/typenum/LICENSE-MIT \
+	VENDOR/xattr/LICENSE-APACHE \
+	VENDOR/xattr/LICENSE-MIT \
+	VENDOR/zlib-rs/LICENSE \
+	VENDOR/zmij/LICENSE-MIT \
+	VENDOR/zstd-safe/LICENSE \
+	VENDOR/zstd-sys/LICENSE \
+	VENDOR/zstd-sys/LICENSE.BSD-3-Clause \
+	VENDOR/zstd-sys/zstd/COPYING \
+	VENDOR/zstd-sys/zstd/LICENSE
+# (end of the licences written by ci/buildroot/crate-licenses)
 
 # With KPROF_OVERRIDE_SRCDIR (a checkout, see docs/buildroot.md) Buildroot
 # rsyncs the checkout and skips the download step, which is what vendors the

@@ -16,5 +16,14 @@ MYCHARDRV_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
 	--exclude /target --exclude /target-* --exclude /kprof-captures \
 	--exclude /fuzz/target
 
+# Loaded at boot, so that /dev/mychardrv exists for the walk-through: Buildroot's
+# S11modules (BusyBox and SysV init) and systemd-modules-load both read
+# /etc/modules-load.d/.
+define MYCHARDRV_LOAD_AT_BOOT
+	$(INSTALL) -D -m 0644 $(MYCHARDRV_PKGDIR)/mychardrv-modules-load.conf \
+		$(TARGET_DIR)/etc/modules-load.d/mychardrv.conf
+endef
+MYCHARDRV_POST_INSTALL_TARGET_HOOKS += MYCHARDRV_LOAD_AT_BOOT
+
 $(eval $(kernel-module))
 $(eval $(generic-package))

@@ -115,8 +115,8 @@ struct Fde {
     offset: usize,
 }
 
-/// Which section the FDE index is of: framehop uses `.eh_frame` when there is one, else
-/// `.debug_frame`, and the index must say what framehop will find.
+/// Which section the FDE index is of, and the one framehop's module of the file is given:
+/// the one of `.eh_frame` and `.debug_frame` that describes more of the code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Indexed {
     EhFrame,
@@ -192,22 +192,33 @@ impl Cfi {
             let sec = EhFrame::new(&b[..], LittleEndian);
             cfi.fdes = index(&sec, &bases);
         }
+        let debug_fdes = cfi.debug_frame.as_ref().map(|b| {
+            let mut sec = DebugFrame::new(&b[..], LittleEndian);
+            sec.set_address_size(cfi.address_size());
+            index(&sec, &bases)
+        });
+        // framehop takes one section per module. Both are there when code built without
+        // unwind tables but with -g (busybox: -fno-asynchronous-unwind-tables) is linked with
+        // objects that have them (the C library's start files): the section that describes
+        // more of the code wins, and the other's functions end `[no unwind info]`.
+        if let Some(debug_fdes) = debug_fdes {
+            if covered(&debug_fdes) > covered(&cfi.fdes) {
+                cfi.eh_frame = None;
+                cfi.eh_frame_hdr = None;
+                cfi.fdes = debug_fdes;
+                cfi.indexed = Indexed::DebugFrame;
+            }
+        }
         if cfi.fdes.is_empty() {
             cfi.eh_frame = None;
             cfi.eh_frame_hdr = None;
-            if let Some(b) = &cfi.debug_frame {
-                let mut sec = DebugFrame::new(&b[..], LittleEndian);
-                sec.set_address_size(cfi.address_size());
-                cfi.fdes = index(&sec, &bases);
-                cfi.indexed = Indexed::DebugFrame;
-            }
         }
         (!cfi.fdes.is_empty() || cfi.exidx.is_some()).then_some(cfi)
     }
 
     /// The CFI of a linked ELF file (an executable, a shared library, vmlinux) from its bytes:
-    /// `.eh_frame` with `.eh_frame_hdr`, else `.debug_frame`. `None` when it has none or does
-    /// not parse.
+    /// `.eh_frame` with `.eh_frame_hdr`, or `.debug_frame` when that describes more of the
+    /// code. `None` when it has none or does not parse.
     pub fn from_elf(data: &[u8]) -> Option<Self> {
         let obj = object::File::parse(data).ok()?;
         Self::new(sections_of(&obj, None))
@@ -325,6 +336,13 @@ impl Cfi {
         };
         Module::new(name.to_string(), avma, base_avma, info)
     }
+}
+
+/// The bytes of code the FDEs describe, together (saturating: a corrupt FDE may claim the
+/// whole address space).
+fn covered(fdes: &[Fde]) -> u64 {
+    fdes.iter()
+        .fold(0u64, |n, f| n.saturating_add(f.end.saturating_sub(f.start)))
 }
 
 /// The FDEs of a section, sorted by start address.
@@ -724,6 +742,63 @@ mod tests {
         let out = u.unwind(&regs, &stack[..8], &mut place);
         assert_eq!(out.frames, [base + 0x1010]);
         assert_eq!(out.end, End::Truncated);
+    }
+
+    /// An `.eh_frame` (CIE augmentation "", so absolute 8-byte addresses) with one FDE for
+    /// `start..start + len`, return address at CFA - 8, CFA = rsp + 8.
+    fn eh_frame_covering(start: u64, len: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        let cie = [0, 0, 0, 0, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0];
+        v.extend_from_slice(&(cie.len() as u32).to_le_bytes());
+        v.extend_from_slice(&cie);
+        let mut fde = Vec::new();
+        // CIE pointer: from this field back to the CIE's start.
+        fde.extend_from_slice(&((v.len() + 4) as u32).to_le_bytes());
+        fde.extend_from_slice(&start.to_le_bytes());
+        fde.extend_from_slice(&len.to_le_bytes());
+        fde.extend_from_slice(&[0, 0, 0, 0]);
+        v.extend_from_slice(&(fde.len() as u32).to_le_bytes());
+        v.extend_from_slice(&fde);
+        v.extend_from_slice(&[0, 0, 0, 0]);
+        v
+    }
+
+    /// A file with both sections (code built with -g but without unwind tables, linked with
+    /// start files that have them: Buildroot's busybox) is indexed by the one that describes
+    /// more of its code; the other's code is then not covered.
+    #[test]
+    fn cfi_both_sections_the_wider_is_used() {
+        let both = |eh: Vec<u8>| {
+            Cfi::new(CfiSections {
+                arch: Some(Arch::X86_64),
+                eh_frame: Some((0x3000, eh)),
+                debug_frame: Some(well_formed_cfi()),
+                segments: vec![(0, 0, 0x4000)],
+                ..CfiSections::default()
+            })
+            .expect("FDEs")
+        };
+        // .eh_frame: 16 bytes of start code; .debug_frame: 0x1000..0x1100.
+        let cfi = both(eh_frame_covering(0x1800, 0x10));
+        assert_eq!(cfi.indexed, Indexed::DebugFrame);
+        assert!(cfi.covers(0x1010) && !cfi.covers(0x1805));
+        assert!(cfi.row_at(0x1010).is_some_and(|r| r.is_ok()));
+        // .eh_frame describing more: it stays, as without .debug_frame.
+        let cfi = both(eh_frame_covering(0x1800, 0x400));
+        assert_eq!(cfi.indexed, Indexed::EhFrame);
+        assert!(cfi.covers(0x1805) && !cfi.covers(0x1010));
+    }
+
+    /// Fuzzer finding (issue 35's CI): two FDEs claiming most of the address space made the
+    /// coverage sum overflow; it saturates.
+    #[test]
+    fn covered_saturates() {
+        let huge = |start| Fde {
+            start,
+            end: u64::MAX,
+            offset: 0,
+        };
+        assert_eq!(covered(&[huge(1), huge(2)]), u64::MAX);
     }
 
     /// Fuzzer finding (run 9): a CFA of rbp + 8 with rbp 0x10 - 0x18 made framehop subtract

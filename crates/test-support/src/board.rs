@@ -340,6 +340,16 @@ pub fn callers_json_warned(
     capture: &Path,
     function: &str,
 ) -> (serde_json::Value, String) {
+    report_json_buildroot(board, capture, &["--callers", function])
+}
+
+/// `report CAPTURE --buildroot KPROF_BOARD_BUILDROOT ARGS... --format json`, which must
+/// succeed: parsed, and what report warned on stderr.
+pub fn report_json_buildroot(
+    board: &Board,
+    capture: &Path,
+    args: &[&str],
+) -> (serde_json::Value, String) {
     let (ok, out, err) = outcome(
         board
             .kprofctl()
@@ -347,9 +357,10 @@ pub fn callers_json_warned(
             .arg(capture)
             .arg("--buildroot")
             .arg(env("KPROF_BOARD_BUILDROOT"))
-            .args(["--callers", function, "--format", "json"]),
+            .args(args)
+            .args(["--format", "json"]),
     );
-    assert!(ok, "report --callers {function}: {err}");
+    assert!(ok, "report {args:?}: {err}");
     let json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("report JSON: {e}\n{out}"));
     (json, err)
 }

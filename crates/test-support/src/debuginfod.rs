@@ -226,11 +226,7 @@ pub fn assert_served(url: &str, artifact: &str, id: &str, source: Option<&Path>)
 
 /// The GNU build-id of an ELF file, per binutils' readelf.
 pub fn build_id(elf: &Path) -> String {
-    let out = Command::new("readelf").arg("-n").arg(elf).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
-        .unwrap_or_else(|| panic!("{} has no build-id", elf.display()))
+    crate::readelf_build_id(elf)
 }
 
 /// The first compile unit's `DW_AT_comp_dir` and the directory of its `DW_AT_name` when that

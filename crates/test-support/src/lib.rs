@@ -69,6 +69,21 @@ pub fn outcome(cmd: &mut Command) -> (bool, String, String) {
     )
 }
 
+/// The GNU build-id of an ELF file as binutils' `readelf -n` prints it (lowercase hex); panics
+/// naming the file when it has none or readelf cannot run. The tests' one independent reading
+/// of build-ids, to compare kprof's with.
+pub fn readelf_build_id(elf: &Path) -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(elf)
+        .output()
+        .unwrap_or_else(|e| panic!("readelf (binutils): {e}"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
+        .unwrap_or_else(|| panic!("{} has no build-id", elf.display()))
+}
+
 /// The C compiler of the tests' workloads.
 pub const CC: &str = "gcc";
 

@@ -83,6 +83,53 @@ pub fn detect(dir: &Path, builddir_env: Option<&Path>) -> anyhow::Result<Backend
     )
 }
 
+/// Buildroot: `make kprof-rebuild`, whose result is the agent it installed (cargo install into
+/// the target directory), what `kprofctl deploy --agent` takes; `make` with `--image`, whose
+/// result is `images/`.
+fn buildroot_plan(dir: &Path, image: Option<&str>) -> Plan {
+    // In-tree builds (make in Buildroot's top) put everything in output/.
+    let out = if dir.join("build").is_dir() || !dir.join("output").is_dir() {
+        dir.to_path_buf()
+    } else {
+        dir.join("output")
+    };
+    // With per-package directories, `kprof-rebuild` installs into the package's own target
+    // directory; the global one is assembled only when the image is made.
+    let target = if buildroot_option(&out, "BR2_PER_PACKAGE_DIRECTORIES") {
+        out.join("per-package/kprof/target")
+    } else {
+        out.join("target")
+    };
+    let (args, result) = match image {
+        None => (
+            vec!["kprof-rebuild".to_string()],
+            target.join("usr/bin/kprof-agent"),
+        ),
+        Some(_) => (Vec::new(), out.join("images")),
+    };
+    Plan {
+        program: "make".into(),
+        what: format!(
+            "make {}",
+            if args.is_empty() {
+                "(all)".to_string()
+            } else {
+                args.join(" ")
+            }
+        ),
+        args,
+        env: Vec::new(),
+        cwd: dir.to_path_buf(),
+        result: Some(result),
+    }
+}
+
+/// Whether the Buildroot configuration of output directory `out` sets `option=y`.
+fn buildroot_option(out: &Path, option: &str) -> bool {
+    let wanted = format!("{option}=y");
+    std::fs::read_to_string(out.join(".config")).is_ok_and(|c| c.lines().any(|l| l == wanted))
+}
+
 fn is_kprof_workspace(d: &Path) -> bool {
     std::fs::read_to_string(d.join("agent").join("Cargo.toml"))
         .is_ok_and(|t| t.contains("name = \"kprof-agent\""))
@@ -123,27 +170,7 @@ pub fn plan(backend: &Backend, image: Option<&str>, target: &str) -> anyhow::Res
                 result: None,
             }
         }
-        Backend::Buildroot(dir) => {
-            let args = match image {
-                None => vec!["kprof-rebuild".to_string()],
-                Some(_) => Vec::new(),
-            };
-            Plan {
-                program: "make".into(),
-                what: format!(
-                    "make {}",
-                    if args.is_empty() {
-                        "(all)".to_string()
-                    } else {
-                        args.join(" ")
-                    }
-                ),
-                args,
-                env: Vec::new(),
-                cwd: dir.clone(),
-                result: Some(dir.join("images")),
-            }
-        }
+        Backend::Buildroot(dir) => buildroot_plan(dir, image),
         Backend::Cargo(top) => {
             if image.is_some() {
                 bail!("--image needs a Yocto build directory or a Buildroot output directory; here only the agent can be built (cargo)");
@@ -413,7 +440,9 @@ mod tests {
         assert_eq!(b, Backend::Yocto(d.path().join("build")));
     }
 
-    /// A Buildroot output directory rebuilds the kprof package, or everything with --image.
+    /// A Buildroot output directory rebuilds the kprof package (the result: the agent it
+    /// installed, to deploy; in the package's own target directory with per-package
+    /// directories), or everything with --image (the images).
     #[test]
     fn detect_buildroot_output_plans_make() {
         let d = tempfile::tempdir().unwrap();
@@ -426,8 +455,28 @@ mod tests {
         );
         let b = detect(d.path(), None).unwrap();
         assert_eq!(b, Backend::Buildroot(d.path().to_path_buf()));
-        assert_eq!(plan(&b, None, "x").unwrap().args, vec!["kprof-rebuild"]);
-        assert!(plan(&b, Some(""), "x").unwrap().args.is_empty());
+        let agent = plan(&b, None, "x").unwrap();
+        assert_eq!(agent.args, vec!["kprof-rebuild"]);
+        assert_eq!(
+            agent.result,
+            Some(d.path().join("target/usr/bin/kprof-agent"))
+        );
+        let image = plan(&b, Some(""), "x").unwrap();
+        assert!(image.args.is_empty());
+        assert_eq!(image.result, Some(d.path().join("images")));
+        // Per-package directories: the rebuilt agent is in the package's target directory.
+        std::fs::write(
+            d.path().join(".config"),
+            "BR2_x86_64=y\nBR2_PACKAGE_KPROF=y\nBR2_PER_PACKAGE_DIRECTORIES=y\n",
+        )
+        .unwrap();
+        assert_eq!(
+            plan(&b, None, "x").unwrap().result,
+            Some(
+                d.path()
+                    .join("per-package/kprof/target/usr/bin/kprof-agent")
+            )
+        );
     }
 
     /// A kernel tree's .config (CONFIG_ only) is not Buildroot.

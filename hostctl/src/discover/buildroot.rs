@@ -5,7 +5,13 @@
 //! - `build/linux-<version>/vmlinux` and the in-tree modules of its `modules.order`;
 //! - `build/<package>-<version>/**/*.ko`: out-of-tree modules (kernel-module packages),
 //!   unstripped, as kbuild left them;
-//! - `build/kprof-<version>/target/<triple>/release/kprof-agent`, the unstripped agent;
+//! - the executable files at the top of each other package's build directory and one level
+//!   below (`build/busybox-<version>/busybox_unstripped`, a `src/` or `.libs/` of autotools):
+//!   the programs and libraries as the package built them, before Buildroot stripped the
+//!   copies it installed on the target (Buildroot keeps no other unstripped copy of a
+//!   program, and none at all of busybox);
+//! - `build/kprof-<version>/target/<triple>/{release,debug}/kprof-agent`, the unstripped agent
+//!   (debug with `BR2_ENABLE_DEBUG`);
 //! - `staging/` (the sysroot: libraries unstripped) and `target/` (the image's files as the
 //!   board has them, stripped but with the same build-ids) for user-space ELFs. The build-id
 //!   index prefers a file with DWARF, then one with `.symtab`, so the stripped modules under
@@ -13,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{find_modules, kernel_build_modules, subdirs, DiscoverError};
+use super::{find_modules, kernel_build_modules, read_dir_sorted, subdirs, DiscoverError};
 
 /// Build directories of Linux that are not the kernel itself.
 const NOT_THE_KERNEL: &[&str] = &[
@@ -35,6 +41,7 @@ pub fn symbol_paths(output: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
         out.push(exported);
     }
     let build = output.join("build");
+    let mut executables = Vec::new();
     for pkg in subdirs(&build)? {
         let name = pkg
             .file_name()
@@ -55,11 +62,15 @@ pub fn symbol_paths(output: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
         find_modules(&pkg, 3, &mut out)?;
         if name.starts_with("kprof-") {
             for triple in subdirs(&pkg.join("target"))? {
-                let agent = triple.join("release").join("kprof-agent");
-                if agent.is_file() {
-                    out.push(agent);
+                for profile in ["release", "debug"] {
+                    let agent = triple.join(profile).join("kprof-agent");
+                    if agent.is_file() {
+                        out.push(agent);
+                    }
                 }
             }
+        } else {
+            executables.extend(find_executables(&pkg, 1)?);
         }
     }
     out.sort();
@@ -70,10 +81,34 @@ pub fn symbol_paths(output: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
             why: "no images/kprof-symbols, no built kernel and no kernel module under build/ (run make first)".into(),
         });
     }
+    out.extend(executables);
     for user in ["staging", "target"] {
         let dir = output.join(user);
         if dir.is_dir() {
             out.push(dir);
+        }
+    }
+    Ok(out)
+}
+
+/// Regular files with an execute bit in `dir` and, `depth` levels down, its subdirectories:
+/// the programs and shared libraries a package's build left, without walking its object
+/// files (which have none). Sorted; symlinks and `*.ko` are not taken.
+fn find_executables(dir: &Path, depth: usize) -> Result<Vec<PathBuf>, DiscoverError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut out = Vec::new();
+    for p in read_dir_sorted(dir)? {
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if meta.is_dir() && depth > 0 {
+            out.extend(find_executables(&p, depth - 1)?);
+        } else if meta.is_file()
+            && meta.permissions().mode() & 0o111 != 0
+            && meta.len() > 0
+            && p.extension().is_none_or(|e| e != "ko")
+        {
+            out.push(p);
         }
     }
     Ok(out)

@@ -242,6 +242,11 @@ fn buildroot_output(root: &Path) {
             "build/kprof-0.1.0/target/release/build/serde-1/build-script-build",
             "build/host-e2fsprogs-1.47.3/lib/fake.ko",
             "build/busybox-1.37.0/busybox",
+            "build/busybox-1.37.0/busybox_unstripped",
+            "build/busybox-1.37.0/libbb/lib.a",
+            "build/busybox-1.37.0/applets/applet_tables",
+            "build/busybox-1.37.0/scripts/kconfig/lxdialog/lxdialog",
+            "build/kprof-0.1.0/target/x86_64-unknown-linux-gnu/debug/kprof-agent",
             "images/bzImage",
             "images/kprof-symbols/vmlinux",
             "images/kprof-symbols/lib/modules/6.18.7/updates/mychardrv.ko",
@@ -250,21 +255,42 @@ fn buildroot_output(root: &Path) {
     );
 }
 
-/// An output directory yields the export, vmlinux, in-tree and package modules, the agent,
-/// and the image's files (target/) for user-space ELFs.
+/// Marks `rel` below `root` executable, as a build leaves programs.
+fn executable(root: &Path, rel: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let p = root.join(rel);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// An output directory yields the export, vmlinux, in-tree and package modules, the agent
+/// (release and debug profiles), the executables packages built (the unstripped originals of
+/// the target's programs, two levels deep at most, no object files), and the image's files
+/// (target/) for user-space ELFs.
 #[test]
 fn discover_buildroot_output_lists_symbols() {
     let dir = tempfile::tempdir().unwrap();
     buildroot_output(dir.path());
+    for exe in [
+        "build/busybox-1.37.0/busybox",
+        "build/busybox-1.37.0/busybox_unstripped",
+        "build/busybox-1.37.0/applets/applet_tables",
+        "build/busybox-1.37.0/scripts/kconfig/lxdialog/lxdialog",
+    ] {
+        executable(dir.path(), exe);
+    }
     let found = buildroot::symbol_paths(dir.path()).unwrap();
     assert_eq!(
         rel(dir.path(), &found),
         vec![
+            "build/kprof-0.1.0/target/x86_64-unknown-linux-gnu/debug/kprof-agent",
             "build/kprof-0.1.0/target/x86_64-unknown-linux-gnu/release/kprof-agent",
             "build/linux-6.18.7/drivers/net/dummy.ko",
             "build/linux-6.18.7/vmlinux",
             "build/mychardrv-1.0/mychardrv.ko",
             "images/kprof-symbols",
+            "build/busybox-1.37.0/applets/applet_tables",
+            "build/busybox-1.37.0/busybox",
+            "build/busybox-1.37.0/busybox_unstripped",
             "target",
         ]
     );

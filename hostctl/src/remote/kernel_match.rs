@@ -121,7 +121,7 @@ mod tests {
         std::fs::write(dir.path().join(".config"), "BR2_x86_64=y\n").unwrap();
         // Any ELF with a build-id stands in for vmlinux here: /bin/sh has one on Debian.
         std::fs::copy("/bin/sh", linux.join("vmlinux")).unwrap();
-        let id = readelf_build_id(&linux.join("vmlinux"));
+        let id = kprof_test_support::readelf_build_id(&linux.join("vmlinux"));
         let args = SymbolArgs {
             buildroot: Some(dir.path().to_path_buf()),
             ..SymbolArgs::default()
@@ -142,18 +142,5 @@ mod tests {
         );
         let none = check(Some("00ff"), &SymbolArgs::default()).unwrap();
         assert!(matches!(none, KernelMatch::NoVmlinux { .. }));
-    }
-
-    /// The build-id as binutils' readelf prints it.
-    fn readelf_build_id(path: &std::path::Path) -> String {
-        let out = std::process::Command::new("readelf")
-            .arg("-n")
-            .arg(path)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_owned))
-            .expect("a build-id")
     }
 }

@@ -28,7 +28,7 @@ fn buildroot_dir(recipe: &str) -> tempfile::TempDir {
     d
 }
 
-/// Success: make's output is in the log, stdout names the images directory.
+/// Success: make's output is in the log, stdout names the agent `kprof-rebuild` installed.
 #[test]
 fn build_buildroot_rebuild_succeeds_with_log() {
     let d = buildroot_dir("@echo '>>> kprof 0.1.0 Installing to target'");
@@ -39,7 +39,8 @@ fn build_buildroot_rebuild_succeeds_with_log() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.trim_end().ends_with("images"), "{stdout}");
+    let agent = d.path().join("target/usr/bin/kprof-agent");
+    assert_eq!(stdout.trim_end(), agent.display().to_string());
     let log = std::fs::read_to_string(d.path().join("kprof-build.log")).unwrap();
     assert!(log.contains("make kprof-rebuild"), "{log}");
     assert!(
@@ -48,7 +49,31 @@ fn build_buildroot_rebuild_succeeds_with_log() {
     );
 }
 
-/// --image builds the whole configuration.
+/// With per-package directories the rebuilt agent is in the package's own target directory
+/// (the global one is assembled only by a whole `make`).
+#[test]
+fn build_buildroot_per_package_names_package_target() {
+    let d = buildroot_dir("@true");
+    let config = d.path().join(".config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("BR2_PER_PACKAGE_DIRECTORIES=y\n");
+    std::fs::write(&config, text).unwrap();
+    let out = kprofctl(d.path(), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let agent = d
+        .path()
+        .join("per-package/kprof/target/usr/bin/kprof-agent");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        agent.display().to_string()
+    );
+}
+
+/// --image builds the whole configuration; stdout names the images directory.
 #[test]
 fn build_buildroot_image_runs_make_all() {
     let d = buildroot_dir("@false");
@@ -58,6 +83,8 @@ fn build_buildroot_image_runs_make_all() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.trim_end().ends_with("images"), "{stdout}");
     let log = std::fs::read_to_string(d.path().join("kprof-build.log")).unwrap();
     assert!(log.contains("whole image"), "{log}");
 }

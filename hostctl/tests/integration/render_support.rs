@@ -4,7 +4,7 @@
 pub use kprof_test_support::report::{capture, chromium, phases};
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Runs kprofctl with `args`, with an empty kprof.toml search and no stored index.
 pub fn kprofctl(args: &[&str], cwd: &Path) -> Output {
@@ -39,16 +39,7 @@ pub fn report(dir: &Path, format: &str, out: Option<&str>) -> String {
 
 /// The GNU build-id of an ELF file, as `readelf -n` prints it.
 pub fn build_id(elf: &Path) -> String {
-    let out = Command::new("readelf")
-        .arg("-n")
-        .arg(elf)
-        .output()
-        .expect("readelf runs (binutils)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .expect("the program has a build-id")
-        .to_owned()
+    kprof_test_support::readelf_build_id(elf)
 }
 
 /// The `perf report` header's sample count of a perf.data.

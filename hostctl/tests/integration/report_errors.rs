@@ -212,17 +212,7 @@ fn report_user_buildid_mismatch_reported() {
 }
 
 fn kprof_id(p: &Path) -> String {
-    let out = std::process::Command::new("readelf")
-        .arg("-n")
-        .arg(p)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap()
-        .trim()
-        .to_string()
+    kprof_test_support::readelf_build_id(p)
 }
 
 /// Asking for a function or event that is not there fails with the name.

@@ -25,3 +25,7 @@ INHIBIT_PACKAGE_STRIP = "1"
 INHIBIT_PACKAGE_DEBUG_SPLIT = "1"
 
 RPROVIDES:${PN} += "kernel-module-mychardrv"
+
+# Loaded at boot (modules-load.d), so that /dev/mychardrv is there for the walk-through: without
+# it, `echo 10000 > /dev/mychardrv` on a devtmpfs /dev quietly writes a regular file.
+KERNEL_MODULE_AUTOLOAD += "mychardrv"
