@@ -8,8 +8,9 @@
 //! sticky dir above it (`/tmp`), where others cannot rename or remove what is not theirs.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Component, Path, PathBuf};
 
 use crate::Error;
 
@@ -41,6 +42,121 @@ pub fn check(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Makes the capture dir `dir` (0700, missing parents too) and returns its canonical path,
+/// looking at each component before anything is created below it (`mkdir -p` and then a
+/// check would already have created root's directories wherever a planted link pointed):
+/// an existing directory must pass the rule of [`check`] as a dir above the capture dir; a
+/// symbolic link is followed only when root or this user owns it, and where it leads is
+/// checked the same way; a missing one is made with `mkdir` (which never follows a link; a
+/// name that appears meanwhile is looked at again). The finished dir is then [`check`]ed.
+pub fn create_checked(dir: &Path) -> Result<PathBuf, Error> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let absolute = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::io("cannot find the current directory", e))?
+            .join(dir)
+    };
+    let mut cur = PathBuf::from("/");
+    for c in absolute.components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => continue,
+            Component::ParentDir => {
+                cur.pop();
+                continue;
+            }
+            Component::Normal(name) => {
+                cur = step(&cur.join(name), euid, dir)?;
+            }
+        }
+    }
+    check(&cur)?;
+    Ok(cur)
+}
+
+/// One component: `next` (in a checked canonical directory) made or checked; its canonical
+/// path.
+fn step(next: &Path, euid: u32, dir: &Path) -> Result<PathBuf, Error> {
+    for _ in 0..8 {
+        let md = match fs::symlink_metadata(next) {
+            Ok(md) => md,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Only below a directory others cannot write (or a sticky one, where they
+                // cannot replace what we make): `cur` was checked as such.
+                match fs::DirBuilder::new().mode(0o700).create(next) {
+                    Ok(()) => return Ok(next.to_path_buf()),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => {
+                        return Err(Error::io(
+                            format!("cannot create capture dir {}", next.display()),
+                            e,
+                        ))
+                    }
+                }
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("cannot check capture dir {}", next.display()),
+                    e,
+                ))
+            }
+        };
+        if md.file_type().is_symlink() {
+            if md.uid() != 0 && md.uid() != euid {
+                return Err(unsafe_to_create(
+                    dir,
+                    next,
+                    &md,
+                    "is a symbolic link owned by another user",
+                ));
+            }
+            let target = fs::canonicalize(next)
+                .map_err(|e| Error::io(format!("cannot use capture dir {}", next.display()), e))?;
+            check_chain(&target, euid, dir)?;
+            return Ok(target);
+        }
+        if let Some(why) = fault(&md, euid, false) {
+            return Err(unsafe_to_create(dir, next, &md, why));
+        }
+        return Ok(next.to_path_buf());
+    }
+    Err(Error::Other(format!(
+        "capture dir {}: {} keeps changing while it is created",
+        dir.display(),
+        next.display()
+    )))
+}
+
+/// The refusal of capture dir `dir` because of `at`.
+fn unsafe_to_create(dir: &Path, at: &Path, md: &fs::Metadata, why: &str) -> Error {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    Error::Other(format!(
+        "capture dir {} is not safe to create as {}: {} {why} (owner uid {}, mode {:04o}); \
+         another local user could have planted it. Use a directory only this user can write, \
+         such as the default /var/lib/kprof/captures",
+        dir.display(),
+        if euid == 0 { "root" } else { "this user" },
+        at.display(),
+        md.uid(),
+        md.mode() & 0o7777
+    ))
+}
+
+/// Every dir of the canonical `target` and above passes as a dir above the capture dir.
+fn check_chain(target: &Path, euid: u32, dir: &Path) -> Result<(), Error> {
+    for d in target.ancestors() {
+        let md = fs::symlink_metadata(d)
+            .map_err(|e| Error::io(format!("cannot check capture dir {}", d.display()), e))?;
+        if let Some(why) = fault(&md, euid, false) {
+            return Err(unsafe_to_create(dir, d, &md, why));
+        }
+    }
+    Ok(())
+}
+
 /// What is wrong with one dir of the chain: `own` is the capture dir itself, which must not
 /// even be sticky-writable by others.
 fn fault(md: &fs::Metadata, euid: u32, own: bool) -> Option<&'static str> {
@@ -64,7 +180,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     /// A fresh dir for one test, removed on drop (tempfile is not a dependency of the agent).
-    struct Scratch(std::path::PathBuf);
+    struct Scratch(PathBuf);
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
@@ -86,7 +202,7 @@ mod tests {
         }
     }
 
-    fn dir_with_mode(parent: &Path, name: &str, mode: u32) -> std::path::PathBuf {
+    fn dir_with_mode(parent: &Path, name: &str, mode: u32) -> PathBuf {
         let d = parent.join(name);
         fs::create_dir(&d).unwrap();
         fs::set_permissions(&d, fs::Permissions::from_mode(mode)).unwrap();

@@ -73,12 +73,21 @@ pub fn open_regular(path: &Path) -> Result<File, Unread> {
         .map_err(|_| Unread::Io(io::Error::from(io::ErrorKind::InvalidInput)))?;
     let read_flags = libc::O_NONBLOCK | libc::O_NOCTTY;
     // SAFETY: open(2) on a NUL-terminated path; the result is checked and owned below.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    // O_NOFOLLOW: the kernel names mapped files by their real path, so a link there was put
+    // in place since, by whoever owns the directory; with O_PATH it opens the link itself,
+    // which check_regular refuses.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        )
+    };
     let f = if fd >= 0 {
         use std::os::fd::FromRawFd;
         // SAFETY: a new descriptor nobody else owns.
         let opath = unsafe { File::from_raw_fd(fd) };
         check_regular(&opath)?;
+        check_file_system(&opath)?;
         // Reopening the O_PATH descriptor opens the very inode just checked, whatever the
         // path names by now.
         let proc_path = format!("/proc/self/fd/{fd}");
@@ -107,7 +116,9 @@ pub fn open_regular(path: &Path) -> Result<File, Unread> {
         if t.is_file() {
             return Ok(());
         }
-        Err(Unread::NotRegular(if t.is_fifo() {
+        Err(Unread::NotRegular(if t.is_symlink() {
+            "symbolic link"
+        } else if t.is_fifo() {
             "FIFO"
         } else if t.is_char_device() || t.is_block_device() {
             "device"
@@ -118,6 +129,37 @@ pub fn open_regular(path: &Path) -> Result<File, Unread> {
         } else {
             "special file"
         }))
+    }
+}
+
+/// Refuses a file of a pseudo file system: reading a "regular" file of procfs, sysfs,
+/// debugfs, tracefs, securityfs or configfs can block, has side effects, or is endless, and
+/// none holds an ELF file a process mapped.
+fn check_file_system(f: &File) -> Result<(), Unread> {
+    use std::os::fd::AsRawFd;
+    // The magic numbers of linux/magic.h.
+    const PSEUDO: [(i64, &str); 6] = [
+        (0x9fa0, "file of procfs"),
+        (0x6265_6572, "file of sysfs"),
+        (0x6462_6720, "file of debugfs"),
+        (0x7472_6163, "file of tracefs"),
+        (0x7363_6673, "file of securityfs"),
+        (0x6265_6570, "file of configfs"),
+    ];
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: fstatfs(2) on an open descriptor (O_PATH is accepted) into a buffer of the
+    // right type; it is read only when the call succeeded.
+    let rc = unsafe { libc::fstatfs(f.as_raw_fd(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Ok(()); // unknown: the regular-file check already passed
+    }
+    // f_type is an i64 here and an i32 on 32-bit Arm: the conversion is needed there.
+    #[allow(clippy::useless_conversion)]
+    // SAFETY: fstatfs succeeded and filled it.
+    let kind = i64::from(unsafe { st.assume_init() }.f_type);
+    match PSEUDO.iter().find(|(magic, _)| *magic == kind) {
+        Some((_, what)) => Err(Unread::NotRegular(what)),
+        None => Ok(()),
     }
 }
 
@@ -368,6 +410,26 @@ mod tests {
 
     /// A FIFO (even one with no writer, which a plain open would wait on forever) and a
     /// device are refused without being opened for reading, named for what they are.
+    /// Issue 36, item 13: a link put where a mapped file was is not followed (before: it
+    /// was, to whatever it named), and files of pseudo file systems are not read.
+    #[test]
+    fn open_build_id_symlink_and_pseudo_fs_refused() {
+        let dir = std::env::temp_dir().join(format!("kprof-bid-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("libc.so.6");
+        std::os::unix::fs::symlink(std::env::current_exe().unwrap(), &link).unwrap();
+        let why = |p: &Path| match elf_build_id(p) {
+            Err(Unread::NotRegular(k)) => k,
+            other => panic!("{}: {other:?}", p.display()),
+        };
+        assert_eq!(why(&link), "symbolic link");
+        assert_eq!(why(Path::new("/proc/self/status")), "file of procfs");
+        assert_eq!(why(Path::new("/sys/kernel/notes")), "file of sysfs");
+        assert!(elf_build_id(&std::env::current_exe().unwrap()).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn open_build_id_fifo_and_device_refused() {
         let dir = std::env::temp_dir().join(format!("kprof-fifo-{}", std::process::id()));

@@ -125,3 +125,37 @@ fn record_capture_dir_world_writable_refused() {
     assert!(!out.status.success(), "list accepted it: {stderr}");
     assert!(stderr.contains("is not safe to use"), "{stderr}");
 }
+
+/// Issue 36, item 11: `-o` through a symlink another user planted in a sticky shared dir
+/// (`/tmp/caps -> /etc` in life) is refused before anything is created (before: `mkdir -p`
+/// followed the link, root's capture dir appeared where it pointed, and since that place
+/// passed the trust check, the capture was written there).
+#[test]
+fn record_capture_dir_planted_symlink_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root();
+    let base = scratch("planted-link");
+    let victim = base.join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = base.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let link = shared.join("caps");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    let marker = base.join("ran");
+    let e = fails(
+        &link.join("sub"),
+        &["--", "sh", "-c", &format!("touch {}", marker.display())],
+    );
+    assert!(
+        e.contains(&format!(
+            "{} is a symbolic link owned by another user",
+            link.display()
+        )),
+        "{e}"
+    );
+    assert!(!victim.join("sub").exists(), "created through the link");
+    assert!(!marker.exists(), "the workload ran");
+}

@@ -6,7 +6,7 @@
 use kprof_debuginfod::{Artifact, Client, Config, FetchError, OwnedArtifact, Progress, Request};
 use kprof_symbols::provider::{FileKind, Provided, SymbolProvider, Unavailable, Wanted};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The provider for `DEBUGINFOD_URLS`; `None` when it is unset or empty. With `offline`,
@@ -20,7 +20,71 @@ pub fn from_env(offline: bool) -> anyhow::Result<Option<Arc<dyn SymbolProvider>>
         client,
         offline,
         outcomes: Mutex::default(),
+        budget: Budget::from_env()?,
     })))
+}
+
+/// The environment variable that caps the files asked of the servers in one run.
+pub const MAX_FILES_ENV: &str = "KPROF_DEBUGINFOD_MAX_FILES";
+
+/// 1000 files: a busy system-wide capture maps a few hundred distinct build-ids; a capture
+/// that names thousands (a hostile one picks them) must not become thousands of downloads.
+pub const DEFAULT_MAX_FILES: usize = 1000;
+
+/// How many more files this run may ask the servers for.
+#[derive(Debug)]
+struct Budget {
+    max: usize,
+    asked: AtomicUsize,
+    refused: AtomicUsize,
+}
+
+impl Budget {
+    fn from_env() -> anyhow::Result<Self> {
+        let max = match std::env::var(MAX_FILES_ENV) {
+            Ok(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("{MAX_FILES_ENV}={v:?} is not a number of files"))?,
+            Err(_) => DEFAULT_MAX_FILES,
+        };
+        Ok(Self {
+            max,
+            asked: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
+        })
+    }
+
+    /// Takes up to `n` requests from the budget; returns how many may go.
+    fn take(&self, n: usize) -> usize {
+        let mut granted = 0;
+        let _ = self
+            .asked
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |asked| {
+                granted = n.min(self.max.saturating_sub(asked));
+                Some(asked + granted)
+            });
+        self.refused.fetch_add(n - granted, Ordering::Relaxed);
+        granted
+    }
+
+    fn over(&self) -> String {
+        format!(
+            "not asked: this run already asked the servers for {} files ({MAX_FILES_ENV})",
+            self.max
+        )
+    }
+
+    fn warning(&self) -> Option<String> {
+        let refused = self.refused.load(Ordering::Relaxed);
+        (refused > 0).then(|| {
+            format!(
+                "debuginfod: {refused} file(s) not asked: a run asks for at most {} \
+                 ({MAX_FILES_ENV}={}; raise it to ask for all)",
+                self.max, self.max
+            )
+        })
+    }
 }
 
 /// What happened to one request this run.
@@ -36,6 +100,7 @@ struct Debuginfod {
     client: Client,
     offline: bool,
     outcomes: Mutex<HashMap<(String, FileKind), Outcome>>,
+    budget: Budget,
 }
 
 fn artifact(kind: FileKind) -> Artifact<'static> {
@@ -107,6 +172,7 @@ impl Debuginfod {
                     None if self.offline => {
                         return Err("not in the debuginfod cache (--offline)".into())
                     }
+                    None if self.budget.take(1) == 0 => Outcome::Failed(self.budget.over()),
                     None => {
                         let r = self.client.fetch(build_id, artifact(kind));
                         self.outcome("", r)
@@ -135,6 +201,7 @@ impl Debuginfod {
         let file = match self.client.cached(build_id, artifact) {
             Some(p) => p,
             None if self.offline => return Err("not in the debuginfod cache (--offline)".into()),
+            None if self.budget.take(1) == 0 => return Err(self.budget.over()),
             None => match self.client.fetch(build_id, Artifact::Source(path)) {
                 Ok(f) => f.path,
                 Err(FetchError::NotFound { .. }) => return Err(self.no_server_had()),
@@ -155,6 +222,11 @@ impl SymbolProvider for Debuginfod {
         if self.offline || todo.is_empty() {
             return;
         }
+        let granted = self.budget.take(todo.len());
+        for w in &todo[granted..] {
+            self.remember(&w.build_id, w.kind, Outcome::Failed(self.budget.over()));
+        }
+        let todo = &todo[..granted];
         let requests: Vec<Request> = todo
             .iter()
             .map(|w| Request {
@@ -197,12 +269,17 @@ impl SymbolProvider for Debuginfod {
         self.lookup_source(build_id, path).map_err(Unavailable)
     }
 
+    fn name(&self) -> String {
+        format!("debuginfod ({})", self.client.urls().join(" "))
+    }
+
     fn warnings(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .client
             .server_failures()
             .into_iter()
             .map(|(url, why)| format!("debuginfod: {url}: {why}; not asked again this run"))
+            .chain(self.budget.warning())
             .collect();
         let Ok(outcomes) = self.outcomes.lock() else {
             return out;
@@ -243,8 +320,9 @@ impl SymbolProvider for Debuginfod {
                 list.push(format!("{} more", missing.len() - SHOWN));
             }
             out.push(format!(
-                "debuginfod: no server had {} build-id(s): {}",
+                "debuginfod: no server had {} build-id(s) (asked {}): {}",
                 missing.len(),
+                self.client.urls().join(" "),
                 list.join(", ")
             ));
         }

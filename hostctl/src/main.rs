@@ -10,6 +10,7 @@ mod progress;
 mod remote;
 mod state;
 mod term;
+mod user_config;
 
 use clap::{Parser, Subcommand};
 

@@ -3,10 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// The state file, relative to the current directory.
 pub const STATE_FILE: &str = ".kprof/state.toml";
+
+/// A state file larger than this is refused (a real one is a few hundred bytes per board).
+const MAX_STATE_SIZE: u64 = 1 << 20;
 
 /// Everything in `.kprof/state.toml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,33 +37,53 @@ pub struct TargetState {
 
 impl State {
     /// Reads the state of `dir` (the current directory in use); no file is the empty state.
+    /// A `.kprof` that is not the user's own directory, or a state file that is a link, is
+    /// refused: its strings would go into what kprofctl does and writes next.
     pub fn load_in(dir: &Path) -> anyhow::Result<State> {
         let path = dir.join(STATE_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => toml::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
-            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        let parent = path.parent().unwrap_or(dir);
+        if !parent.exists() && std::fs::symlink_metadata(parent).is_err() {
+            return Ok(State::default());
         }
+        crate::files::own_dir(parent)?;
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path);
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::default()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                anyhow::bail!("refusing to read {}: it is a symbolic link", path.display())
+            }
+            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            anyhow::bail!(
+                "refusing to read {}: it is not a regular file",
+                path.display()
+            );
+        }
+        let mut text = String::new();
+        file.by_ref()
+            .take(MAX_STATE_SIZE)
+            .read_to_string(&mut text)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display()))
     }
 
     pub fn load() -> anyhow::Result<State> {
         Self::load_in(Path::new("."))
     }
 
-    /// Writes atomically (temporary file and rename).
+    /// Writes atomically: a new file under a random name in the user's own `.kprof/` (see
+    /// [`crate::files::NewFile`]), renamed onto `state.toml`.
     pub fn save_in(&self, dir: &Path) -> anyhow::Result<PathBuf> {
         let path = dir.join(STATE_FILE);
-        let parent = path.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))?;
+        crate::files::own_dir(path.parent().unwrap_or(dir))?;
         let text = toml::to_string_pretty(self)
             .map_err(|e| anyhow::anyhow!("cannot encode {}: {e}", path.display()))?;
-        let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        Ok(path)
+        crate::files::write_new(&path, text.as_bytes())
     }
 
     pub fn save(&self) -> anyhow::Result<PathBuf> {
@@ -87,6 +112,66 @@ mod tests {
         t.capture_dirs.push("/data/caps".into());
         state.save_in(dir.path()).unwrap();
         assert_eq!(State::load_in(dir.path()).unwrap(), state);
+    }
+
+    /// A link planted as the temporary or the state file (git stores symlinks) is never
+    /// written through: the victim stays as it was.
+    #[test]
+    fn save_state_planted_links_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::fs::create_dir(dir.path().join(".kprof")).unwrap();
+        let kprof = dir.path().join(".kprof");
+        std::os::unix::fs::symlink(&victim, kprof.join("state.toml.tmp")).unwrap();
+        let mut state = State::default();
+        state.remember("root@board");
+        state.save_in(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(State::load_in(dir.path()).unwrap(), state);
+        std::fs::remove_file(kprof.join("state.toml")).unwrap();
+        std::os::unix::fs::symlink(&victim, kprof.join("state.toml")).unwrap();
+        let err = State::load_in(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("state.toml: it is a symbolic link"), "{err}");
+        state.save_in(dir.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(kprof.join("state.toml"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    /// A `.kprof` that is a link, writable by others or another user's is refused.
+    #[test]
+    fn save_state_foreign_kprof_dir_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".kprof")).unwrap();
+        let err = State::default()
+            .save_in(dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".kprof: it is a symbolic link"), "{err}");
+        assert!(std::fs::read_dir(elsewhere.path())
+            .unwrap()
+            .next()
+            .is_none());
+        std::fs::remove_file(dir.path().join(".kprof")).unwrap();
+        std::fs::create_dir(dir.path().join(".kprof")).unwrap();
+        let kprof = dir.path().join(".kprof");
+        std::fs::set_permissions(&kprof, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = State::load_in(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("writable by others (mode 777)"), "{err}");
+        std::fs::set_permissions(&kprof, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if crate::files::effective_uid() == 0 {
+            std::os::unix::fs::chown(&kprof, Some(65534), None).unwrap();
+            let err = State::default()
+                .save_in(dir.path())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("owned by uid 65534, not you"), "{err}");
+        }
     }
 
     /// A damaged state file is an error naming it, not a silent reset.

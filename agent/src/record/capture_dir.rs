@@ -39,19 +39,7 @@ impl WorkDir {
     /// Refuses, before anything is written, a capture dir with less than `min_free` bytes
     /// available.
     pub(super) fn create(out_dir: &Path, min_free: u64) -> Result<WorkDir, Error> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(out_dir)
-            .map_err(|e| {
-                Error::io(
-                    format!("cannot create capture dir {}", out_dir.display()),
-                    e,
-                )
-            })?;
-        let out_dir = fs::canonicalize(out_dir)
-            .map_err(|e| Error::io(format!("cannot use capture dir {}", out_dir.display()), e))?;
-        crate::dir_trust::check(&out_dir)?;
+        let out_dir = crate::dir_trust::create_checked(out_dir)?;
         check_free(&out_dir, min_free)?;
         let sequence = super::sequence::next(&out_dir)?;
         let created_ns = crate::timefmt::now_ns();

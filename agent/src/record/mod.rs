@@ -5,6 +5,7 @@
 //! `kernel_state`, `sink`, `synthesize`, `stream`, `seal` (private to this module); [`run`]
 //! puts them in order.
 
+mod build_id_reader;
 mod capture_dir;
 mod kernel_state;
 mod markers;

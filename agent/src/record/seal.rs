@@ -345,20 +345,14 @@ fn build_ids(
             skipped.examples.push(format!("{name}: {why}"));
         }
     };
-    let deadline = Instant::now() + BUILD_ID_TIME;
-    for f in files {
-        let name = String::from_utf8_lossy(f).into_owned();
-        if name.ends_with(" (deleted)") {
-            continue;
-        }
-        if Instant::now() >= deadline {
-            skip(
-                &name,
-                &format_args!("{} s spent reading build-ids", BUILD_ID_TIME.as_secs()),
-            );
-            continue;
-        }
-        match elf_build_id::elf_build_id(Path::new(&name)) {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .filter(|n| !n.ends_with(" (deleted)"))
+        .collect();
+    let (read, left) = super::build_id_reader::read(names, Instant::now() + BUILD_ID_TIME);
+    for (name, result) in read {
+        match result {
             Ok(Some(bid)) => out.push(BuildIdEntry {
                 misc: writer::MISC_USER,
                 pid: writer::HOST_PID,
@@ -370,6 +364,12 @@ fn build_ids(
             // Gone or unreadable: no build-id, as for a file that has none.
             Err(elf_build_id::Unread::Io(_)) => {}
         }
+    }
+    for name in left {
+        skip(
+            &name,
+            &format_args!("{} s spent reading build-ids", BUILD_ID_TIME.as_secs()),
+        );
     }
     (out, (skipped.count > 0).then_some(skipped))
 }

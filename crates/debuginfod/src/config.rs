@@ -10,6 +10,12 @@ const DEFAULT_TIMEOUT_S: u64 = 90;
 /// Parallel downloads when the caller does not say.
 const DEFAULT_JOBS: usize = 8;
 
+/// The largest file downloaded when `DEBUGINFOD_MAXSIZE` is not set: 4 GiB, over the
+/// debuginfo of a distribution kernel with every module (about 1 GiB) or a browser (about
+/// 3 GiB), and under what a server that streams without end could fill a disk with.
+/// elfutils sets no limit by default; `DEBUGINFOD_MAXSIZE=0` gives that back.
+pub const DEFAULT_MAX_SIZE: u64 = 4 << 30;
+
 /// How the client talks to the servers and where it caches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -23,8 +29,9 @@ pub struct Config {
     /// `DEBUGINFOD_TIMEOUT` (seconds, default 90): the limit for connecting and for any wait
     /// without data. Zero means none, as in elfutils.
     pub timeout: Duration,
-    /// `DEBUGINFOD_MAXSIZE` (bytes): larger files are refused (sent to the server as
-    /// `X-DEBUGINFOD-MAXSIZE`, checked against `Content-Length` and while receiving).
+    /// `DEBUGINFOD_MAXSIZE` (bytes; default 4 GiB, 0 for no limit): larger
+    /// files are refused (sent to the server as `X-DEBUGINFOD-MAXSIZE`, checked against
+    /// `Content-Length` and while receiving).
     pub max_size: Option<u64>,
     /// `DEBUGINFOD_MAXTIME` (seconds): the longest one download may take.
     pub max_time: Option<Duration>,
@@ -91,7 +98,11 @@ impl Config {
             urls,
             cache_dir: cache_dir(&var),
             timeout: Duration::from_secs(timeout),
-            max_size: seconds("DEBUGINFOD_MAXSIZE")?.filter(|&n| n > 0),
+            max_size: match seconds("DEBUGINFOD_MAXSIZE")? {
+                None => Some(DEFAULT_MAX_SIZE),
+                Some(0) => None,
+                Some(n) => Some(n),
+            },
             max_time: seconds("DEBUGINFOD_MAXTIME")?
                 .filter(|&n| n > 0)
                 .map(Duration::from_secs),
@@ -197,7 +208,10 @@ mod tests {
         .unwrap();
         assert_eq!(c.urls, ["http://a:8002", "https://b.example/x"]);
         assert_eq!(c.timeout, Duration::from_secs(90));
-        assert_eq!((c.max_size, c.max_time, c.jobs), (None, None, 8));
+        assert_eq!(
+            (c.max_size, c.max_time, c.jobs),
+            (Some(DEFAULT_MAX_SIZE), None, 8)
+        );
         assert_eq!(
             c.cache_dir,
             PathBuf::from("/home/u/.cache/debuginfod_client")

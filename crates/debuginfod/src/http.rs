@@ -42,6 +42,8 @@ pub(crate) fn agent(config: &Config) -> Agent {
         .timeout_per_read(limit)
         .timeout_per_write(limit)
         .timeout_global(config.max_time)
+        // Redirects are followed by `get`, which refuses one that leaves https.
+        .max_redirects(0)
         .build()
         .into()
 }
@@ -54,13 +56,39 @@ pub(crate) fn get(
     sink: &mut impl Write,
     progress: &dyn Fn(u64, Option<u64>),
 ) -> Outcome {
-    let mut request = agent.get(url);
-    if let Some(max) = config.max_size {
-        request = request.header("X-DEBUGINFOD-MAXSIZE", max.to_string());
-    }
-    let mut response = match request.call() {
-        Ok(response) => response,
-        Err(e) => return transport_failure(e, config),
+    let mut current = url.to_string();
+    let mut hops = 0;
+    let mut response = loop {
+        let mut request = agent.get(&current);
+        if let Some(max) = config.max_size {
+            request = request.header("X-DEBUGINFOD-MAXSIZE", max.to_string());
+        }
+        let response = match request.call() {
+            Ok(response) => response,
+            Err(e) => return transport_failure(e, config),
+        };
+        if !response.status().is_redirection() || response.status() == StatusCode::NOT_MODIFIED {
+            break response;
+        }
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let Some(next) = location.and_then(|l| redirect_target(&current, &l)) else {
+            return Outcome::Failed(format!(
+                "HTTP {} from {current} without a usable Location",
+                response.status()
+            ));
+        };
+        if let Err(why) = redirect_allowed(&current, &next) {
+            return Outcome::Failed(why);
+        }
+        hops += 1;
+        if hops > MAX_REDIRECTS {
+            return Outcome::Failed(format!("more than {MAX_REDIRECTS} redirects from {url}"));
+        }
+        current = next;
     };
     let status = response.status();
     // elfutils' server answers 406 to a file over the client's X-DEBUGINFOD-MAXSIZE.
@@ -88,6 +116,42 @@ pub(crate) fn get(
     match copy(reader, sink, config, total, progress) {
         Ok(()) => Outcome::Got { mtime },
         Err(outcome) => outcome,
+    }
+}
+
+/// Redirects followed for one file, as curl's default of elfutils' client allows a few.
+const MAX_REDIRECTS: u32 = 8;
+
+/// The absolute URL a `Location` names, relative to `base`.
+fn redirect_target(base: &str, location: &str) -> Option<String> {
+    let lower = location.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return Some(location.to_string());
+    }
+    let (scheme, rest) = base.split_once("://")?;
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    if let Some(net) = location.strip_prefix("//") {
+        return Some(format!("{scheme}://{net}"));
+    }
+    if location.starts_with('/') {
+        return Some(format!("{scheme}://{authority}{location}"));
+    }
+    let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+    let dir = if dir.is_empty() { "/" } else { dir };
+    Some(format!("{scheme}://{authority}{dir}{location}"))
+}
+
+/// A redirect keeps the scheme, or goes from http to https; never from https to http (a
+/// server reached over TLS must not hand the download to an unauthenticated one).
+fn redirect_allowed(from: &str, to: &str) -> Result<(), String> {
+    let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match (scheme(from).as_deref(), scheme(to).as_deref()) {
+        (Some(a), Some(b)) if a == b => Ok(()),
+        (Some("http"), Some("https")) => Ok(()),
+        _ => Err(format!(
+            "{from} redirected to {to}: refused (a redirect may not leave https)"
+        )),
     }
 }
 
@@ -171,6 +235,27 @@ mod tests {
     use super::*;
 
     /// HTTP dates become the instant they name; other forms are ignored.
+    #[test]
+    fn redirect_target_forms_and_downgrade_refused() {
+        let base = "https://d.example.org/buildid/ab/debuginfo";
+        assert_eq!(
+            redirect_target(base, "/x/y").as_deref(),
+            Some("https://d.example.org/x/y")
+        );
+        assert_eq!(
+            redirect_target(base, "other").as_deref(),
+            Some("https://d.example.org/buildid/ab/other")
+        );
+        assert_eq!(
+            redirect_target(base, "//m.example.org/z").as_deref(),
+            Some("https://m.example.org/z")
+        );
+        assert!(redirect_allowed(base, "https://m.example.org/z").is_ok());
+        assert!(redirect_allowed("http://a/x", "https://b/y").is_ok());
+        let why = redirect_allowed(base, "http://evil.example.org/z").unwrap_err();
+        assert!(why.contains("may not leave https"), "{why}");
+    }
+
     #[test]
     fn parse_http_date_imf_fixdate() {
         let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();

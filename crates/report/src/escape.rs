@@ -3,16 +3,29 @@
 //! Thread names, symbol names and paths come from the board and from binaries: a thread named
 //! `ESC ] 0 ; … BEL` or `ESC [ 2 J` would retitle or clear the user's terminal if printed raw.
 //! Text output shows them escaped, as `\x1b` (C0 and DEL) and `\u{9b}` (C1, which terminals
-//! in UTF-8 mode take as controls too: U+009B is CSI), much as GNU `ls -b` does. JSON and HTML
+//! in UTF-8 mode take as controls too: U+009B is CSI), much as GNU `ls -b` does; bidi
+//! formatting characters (U+202E and kin) are shown as `\u{202e}` too. JSON and HTML
 //! escape by their own rules and do not use this.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io;
 
-/// Whether `c` is a C0 control, DEL or a C1 control.
+/// Whether `c` is a C0 control, DEL, a C1 control, or a bidirectional formatting character
+/// (the "Trojan Source" ones, CVE-2021-42574: a board's text must not reorder what the
+/// terminal shows around it).
 fn is_control(c: char) -> bool {
-    matches!(c, '\0'..='\x1f' | '\x7f' | '\u{80}'..='\u{9f}')
+    matches!(
+        c,
+        '\0'..='\x1f'
+            | '\x7f'
+            | '\u{80}'..='\u{9f}'
+            | '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -164,6 +177,16 @@ mod tests {
         );
         assert!(matches!(controls("plain é ü"), Cow::Borrowed(_)));
         assert_eq!(controls_but_newline("x\ny\x1b"), "x\ny\\x1b");
+    }
+
+    /// Bidi overrides and isolates (Trojan Source) are escaped; other non-ASCII is kept.
+    #[test]
+    fn controls_bidi_escaped() {
+        assert_eq!(
+            controls("a\u{202e}b\u{2066}c\u{200f}d"),
+            "a\\u{202e}b\\u{2066}c\\u{200f}d"
+        );
+        assert!(matches!(controls("→ é 漢"), Cow::Borrowed(_)));
     }
 
     /// C1 controls in JSON strings become `\u00XX` escapes of the same value.

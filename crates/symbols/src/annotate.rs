@@ -20,7 +20,7 @@ pub struct DiskSources;
 
 impl SourceReader for DiskSources {
     fn read_source(&self, _build_id: Option<&str>, path: &str) -> Result<String, Unavailable> {
-        std::fs::read_to_string(path).map_err(|e| Unavailable(e.to_string()))
+        crate::source_file::read(std::path::Path::new(path))
     }
 }
 

@@ -107,6 +107,9 @@ pub fn symbol_file(bytes: &[u8]) {
     }
 }
 
+/// What the perf_archive target may unpack per input.
+const FUZZ_UNPACK_LIMIT: u64 = 64 << 20;
+
 /// Reads `bytes` as a `perf archive` tarball as `--symbols` does, unpacking its symbol files
 /// into a scratch directory. A bzip2 stream (`BZh`) is read as such; other bytes are taken as
 /// the tar stream inside, so that the mutations reach the tar headers and not only the
@@ -120,9 +123,9 @@ pub fn perf_archive(bytes: &[u8]) {
     let name = Path::new("fuzz.tar.bz2");
     if bytes.starts_with(crate::perf_archive::BZIP2_MAGIC) {
         let reader = bzip2::read::BzDecoder::new(bytes);
-        let _ = crate::perf_archive::unpack_members(reader, &dir, name);
+        let _ = crate::perf_archive::unpack_members(reader, &dir, name, FUZZ_UNPACK_LIMIT);
     } else {
-        let _ = crate::perf_archive::unpack_members(bytes, &dir, name);
+        let _ = crate::perf_archive::unpack_members(bytes, &dir, name, FUZZ_UNPACK_LIMIT);
     }
     // Nothing may land outside the directory it unpacks to.
     for entry in std::fs::read_dir(scratch()).into_iter().flatten().flatten() {

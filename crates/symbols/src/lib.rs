@@ -38,6 +38,7 @@ pub mod perf_data;
 pub mod profile;
 pub mod provider;
 mod quiet_panic;
+pub mod source_file;
 pub mod sources;
 mod symbolize;
 #[cfg(test)]

@@ -5,8 +5,10 @@
 
 use crate::error::{Error, Result};
 use sha2::Digest as _;
+use std::cell::Cell;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 /// The first bytes of a bzip2 stream (`perf archive` compresses with bzip2).
 pub const BZIP2_MAGIC: &[u8] = b"BZh";
@@ -28,6 +30,11 @@ fn bad(archive: &Path, why: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The directory below kprofctl's cache `cache` that archives are unpacked into.
+pub fn cache_root(cache: &Path) -> PathBuf {
+    cache.join("perf-archives")
+}
+
 /// Unpacks the `elf` and `debug` members of the tarball `archive` below `cache`, once per
 /// version of the file (its path, size and modification time), and returns the directory.
 pub fn unpack(archive: &Path, cache: &Path) -> Result<PathBuf> {
@@ -42,16 +49,26 @@ pub fn unpack(archive: &Path, cache: &Path) -> Result<PathBuf> {
         .map_or(0, |d| d.as_nanos());
     let key = sha2::Sha256::digest(format!("{}\0{}\0{mtime}", canonical.display(), meta.len()));
     let hex: String = key[..12].iter().map(|b| format!("{b:02x}")).collect();
-    let dir = cache.join("perf-archives").join(hex);
+    let dir = cache_root(cache).join(hex);
     if dir.join(".complete").is_file() {
         return Ok(dir);
     }
+    // The same limit as a capture: the tarball may come from anyone (a bug report), and
+    // bzip2 inflates a few KiB of zeros to gigabytes.
+    let limit = crate::limits::max_input_size()?;
     // A partial unpack (an earlier run stopped) is started over in a fresh directory.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let file = std::fs::File::open(archive).map_err(|e| Error::io(archive, e))?;
     let reader = bzip2::read::BzDecoder::new(std::io::BufReader::new(file));
-    let files = unpack_members(reader, &dir, archive)?;
+    let files = match unpack_members(reader, &dir, archive, limit) {
+        Ok(n) => n,
+        Err(e) => {
+            // Nothing half-unpacked stays to fill the disk.
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
+    };
     if files == 0 {
         return Err(bad(archive, "no binaries or debug files in it"));
     }
@@ -60,13 +77,31 @@ pub fn unpack(archive: &Path, cache: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// At most this many tar members (of any kind) are read: `perf archive` stores one file per
+/// object that had samples, and a tarball of millions of empty members would run out the
+/// file system's inodes or the time, not its bytes.
+pub const MAX_MEMBERS: usize = 100_000;
+
 /// Unpacks the regular-file members named `elf` or `debug` of the tar stream `tar` into `dir`
-/// and returns how many there were. `archive` names the tarball in errors.
-pub fn unpack_members(tar: impl Read, dir: &Path, archive: &Path) -> Result<usize> {
-    let mut tar = tar::Archive::new(tar);
+/// and returns how many there were. `archive` names the tarball in errors. The stream read,
+/// and so what is written, stays within `limit` bytes; a member whose header claims more than
+/// is left is refused before any of it is written.
+pub fn unpack_members(tar: impl Read, dir: &Path, archive: &Path, limit: u64) -> Result<usize> {
+    let over = Rc::new(Cell::new(false));
+    let counted = Counted {
+        inner: tar,
+        read: 0,
+        limit,
+        over: Rc::clone(&over),
+    };
+    let mut tar = tar::Archive::new(counted);
     let mut files = 0usize;
-    for entry in tar.entries().map_err(|e| bad(archive, e))? {
-        let mut entry = entry.map_err(|e| bad(archive, e))?;
+    let mut written = 0u64;
+    for (n, entry) in tar.entries().map_err(|e| bad(archive, e))?.enumerate() {
+        if n >= MAX_MEMBERS {
+            return Err(bad(archive, format!("more than {MAX_MEMBERS} members")));
+        }
+        let mut entry = entry.map_err(|e| read_error(archive, e, over.get(), limit))?;
         // Only regular files: the `.build-id/` symlinks add nothing the index does not find
         // by reading the files, and a symlink member could point outside the directory.
         if !entry.header().entry_type().is_file() {
@@ -77,9 +112,60 @@ pub fn unpack_members(tar: impl Read, dir: &Path, archive: &Path) -> Result<usiz
         if !wanted || !path.components().all(|c| matches!(c, Component::Normal(_))) {
             continue;
         }
-        if entry.unpack_in(dir).map_err(|e| bad(archive, e))? {
+        let size = entry.size();
+        written = written.saturating_add(size);
+        if written > limit {
+            return Err(Error::TooLarge {
+                path: archive.to_path_buf(),
+                why: format!(
+                    "member {} claims {size} bytes, past what it may unpack",
+                    path.display()
+                ),
+                limit,
+            });
+        }
+        if entry
+            .unpack_in(dir)
+            .map_err(|e| read_error(archive, e, over.get(), limit))?
+        {
             files += 1;
         }
     }
     Ok(files)
+}
+
+/// The error of reading the stream: past the limit when [`Counted`] said so (`over`; the
+/// tar reader wraps the I/O error in its own).
+fn read_error(archive: &Path, e: std::io::Error, over: bool, limit: u64) -> Error {
+    if over {
+        Error::TooLarge {
+            path: archive.to_path_buf(),
+            why: "it decompresses to more than it may".into(),
+            limit,
+        }
+    } else {
+        bad(archive, e)
+    }
+}
+
+/// A reader that fails, and sets `over`, once more than `limit` bytes came through it.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+    over: Rc<Cell<bool>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read = self.read.saturating_add(n as u64);
+        if self.read > self.limit {
+            self.over.set(true);
+            return Err(std::io::Error::other(
+                "decompressed past the input size limit",
+            ));
+        }
+        Ok(n)
+    }
 }

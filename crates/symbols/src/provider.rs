@@ -69,6 +69,11 @@ pub trait SymbolProvider: Debug + Send + Sync {
     /// `build_id`.
     fn source(&self, build_id: &str, path: &str) -> Result<String, Unavailable>;
 
+    /// What the provider is, for warnings (`debuginfod (URL ...)`).
+    fn name(&self) -> String {
+        "a symbol provider".into()
+    }
+
     /// What went wrong on the provider's side during the run (a server that failed, the
     /// build-ids no server had), said once in the report's warnings.
     fn warnings(&self) -> Vec<String>;

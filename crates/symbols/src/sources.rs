@@ -129,7 +129,12 @@ impl Sources {
             return Lookup::Missing(format!("the recorded build-id {id:?} {why}"));
         }
         if let Some(found) = self.find_here(id, recorded_path) {
-            return found;
+            // A stripped file here (no DWARF, no split debug file found): the providers may
+            // have its debuginfo, as perf and gdb ask debuginfod for it.
+            return match stripped_path(&found) {
+                Some(path) => self.provided_debuginfo(id, path).unwrap_or(found),
+                None => found,
+            };
         }
         let mut provider_reasons = Vec::new();
         for p in &self.providers {
@@ -258,6 +263,20 @@ impl Sources {
         })
     }
 
+    /// The file found here, `path`, with the first provider's debuginfo for `id` as its split
+    /// debug file; `None` when no provider has one.
+    fn provided_debuginfo(&self, id: &str, path: &Path) -> Option<Lookup> {
+        self.providers.iter().find_map(|p| {
+            let got = p.file(id, FileKind::Debuginfo).ok()?;
+            let f = checked(&got, id).ok()?;
+            f.debug_info.then(|| Lookup::Found {
+                path: path.to_path_buf(),
+                debug: Some(got.path),
+                origin: Some(got.origin),
+            })
+        })
+    }
+
     /// A file named like the image with another build-id: in the index, or at the recorded
     /// path.
     fn mismatch(&self, id: &str, names: &[String], recorded_path: Option<&Path>) -> Option<Lookup> {
@@ -294,7 +313,10 @@ impl Sources {
         let mut wanted: Vec<Wanted> = images
             .iter()
             .filter(|(id, _)| check_build_id(id).is_ok())
-            .filter(|(id, _)| self.find_here(id, None).is_none())
+            .filter(|(id, _)| {
+                self.find_here(id, None)
+                    .is_none_or(|found| stripped_path(&found).is_some())
+            })
             .map(|(id, name)| Wanted {
                 build_id: id.clone(),
                 image: name.clone(),
@@ -415,6 +437,18 @@ impl Sources {
 }
 
 /// The facts of a provider's file, when its build-id is `id`; the refusal names both ids.
+/// The path of a file found here that has no DWARF and no split debug file.
+fn stripped_path(found: &Lookup) -> Option<&Path> {
+    match found {
+        Lookup::Found {
+            path,
+            debug: None,
+            origin: None,
+        } if facts(path).is_some_and(|f| !f.debug_info) => Some(path),
+        _ => None,
+    }
+}
+
 fn checked(got: &Provided, id: &str) -> Result<FileFacts, Unavailable> {
     let Some(f) = facts(&got.path) else {
         return Err(Unavailable(format!(

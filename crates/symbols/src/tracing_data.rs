@@ -258,8 +258,13 @@ fn parse_field(line: &str) -> Option<Field> {
         }
     }
     let (offset, size): (usize, usize) = (offset?, size?);
-    let split = decl.rfind(|c: char| c.is_whitespace() || c == '*')?;
-    let (ty, name) = (decl[..=split].trim(), decl[split + 1..].trim());
+    // A character boundary: the whitespace found may be a multi-byte one (U+0085, U+3000).
+    let (at, sep) = decl
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| c.is_whitespace() || c == '*')?;
+    let split = at + sep.len_utf8();
+    let (ty, name) = (decl[..split].trim(), decl[split..].trim());
     let (name, bracket) = match name.split_once('[') {
         Some((n, b)) => (n, Some(b.trim_end_matches(']'))),
         None => (name, None),

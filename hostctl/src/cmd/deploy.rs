@@ -135,15 +135,24 @@ fn prepare_script(dir: &str, name: &str) -> String {
     } else {
         "022"
     };
+    // The nearest existing directory is checked before `mkdir -p` makes anything below it:
+    // created first, a planted link on the way would have had root make directories where
+    // it pointed.
     format!(
-        "umask {umask}; mkdir -p {d} || exit 1; {fun}\
+        "umask {umask}; {fun}{links}\
+         kprof_no_foreign_links {d} || {{ echo \"refusing to install kprof-agent in {shown}: $KPROF_WHY\" >&2; exit 253; }}; \
+         kprof_e={d}; while [ ! -e \"$kprof_e\" ] && [ ! -L \"$kprof_e\" ]; do \
+         kprof_e=${{kprof_e%/*}}; [ -n \"$kprof_e\" ] || kprof_e=/; done; \
+         kprof_safe_path \"$kprof_e\" || {{ echo \"refusing to install kprof-agent in {shown}: $KPROF_WHY\" >&2; exit 253; }}; \
+         mkdir -p {d} || exit 1; \
          kprof_safe_path {d} || {{ echo \"refusing to install kprof-agent in {shown}: $KPROF_WHY\" >&2; exit 253; }}; \
          t=\"$KPROF_REAL\"/{n}.kprof-new; rm -f \"$t\" && : > \"$t\" && chmod 700 \"$t\" || exit 1; \
          echo \"dir $KPROF_REAL\"",
         d = quote(dir),
         n = quote(name),
         shown = dir.replace(['"', '`', '$', '\\'], "?"),
-        fun = guard::SAFE_PATH_FN
+        fun = guard::SAFE_PATH_FN,
+        links = guard::NO_FOREIGN_LINKS_FN
     )
 }
 
@@ -171,7 +180,7 @@ fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Re
         .find_map(|l| l.strip_prefix("dir "))
         .map(str::to_owned);
     let Some(real_dir) = real_dir.filter(|_| prepare.status == 0) else {
-        anyhow::bail!("{}", first_line(&prepare.stderr_str()));
+        anyhow::bail!("{}", prepare.stderr_first_line());
     };
     let dest = format!("{}/{name}", real_dir.trim_end_matches('/'));
     let tmp = format!("{dest}.kprof-new");
@@ -186,7 +195,7 @@ fn upload(remote: &Remote, bytes: &[u8], dest: &str, sha256: &str) -> anyhow::Re
     let out = out?;
     if out.status != 0 {
         let _ = remote.exec(&format!("rm -f {}", quote(&tmp)));
-        anyhow::bail!("{}", first_line(&out.stderr_str()));
+        anyhow::bail!("{}", out.stderr_first_line());
     }
     let reply = out.stdout_str();
     let mut fields = reply.split_whitespace();
@@ -259,10 +268,6 @@ impl std::fmt::Display for DoesNotRun {
 }
 
 impl std::error::Error for DoesNotRun {}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or(s)
-}
 
 fn subdirs(dir: &Path) -> impl Iterator<Item = PathBuf> {
     std::fs::read_dir(dir)
@@ -380,5 +385,35 @@ mod tests {
             )
         );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+    }
+
+    /// Issue 36, item 11: an install path below a directory others can write is refused
+    /// before anything is made in it (before: `mkdir -p` created `sub/bin` first), and one
+    /// through a link another user planted there creates nothing where it points.
+    #[test]
+    fn prepare_script_checks_before_mkdir() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let shared = real.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let victim = real.join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let link = shared.join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let refused = |sub: &str, why: &str| {
+            let d = shared.join(sub);
+            let (out, err, code) = sh(&prepare_script(d.to_str().unwrap(), "kprof-agent"));
+            assert_eq!((out.as_str(), code), ("", Some(253)), "{err}");
+            assert!(err.contains(why), "{err}");
+        };
+        refused("sub/bin", "is writable by other users");
+        if crate::files::effective_uid() == 0 {
+            std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+            let why = format!("{} is a symbolic link owned by uid 65534", link.display());
+            refused("link/bin", &why);
+        }
+        assert!(!shared.join("sub").exists(), "created before the check");
+        assert!(!victim.join("bin").exists(), "created through the link");
     }
 }

@@ -41,6 +41,7 @@ pub fn options(symbol_paths: Vec<PathBuf>) -> kprof_symbols::Options {
                 .filter(|n| !n.is_empty()),
         }),
         source_prefix: Vec::new(),
+        foreign_roots: Vec::new(),
         providers: Vec::new(),
         skip_sample_records: false,
     }

@@ -671,10 +671,15 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         Some(f) => annotate_all(&l, &Filter::default(), &f)?,
         None => Vec::new(),
     };
-    let mut file = std::io::BufWriter::new(crate::files::create_private(&html)?);
+    // Named by default, in a directory kprofctl did not make this run: a new file renamed
+    // into place, never written through a link planted as `ID.kprof.tar.gz.html`.
+    let mut new = crate::files::NewFile::create(&html)?;
+    let mut file = std::io::BufWriter::new(new.file());
     render::html::write(p, anns.first(), &mut file)?;
     file.flush()
         .with_context(|| format!("writing {}", html.display()))?;
+    drop(file);
+    new.commit()?;
     writeln!(
         stdout,
         "HTML report: {}",

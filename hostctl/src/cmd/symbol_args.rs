@@ -1,5 +1,7 @@
 //! Options that say where symbol files are, shared by `report`, `symbols`, `diff` and `fetch`.
 
+use crate::discover::Bitbake;
+use crate::user_config::{ConfigFile, Origin};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -75,37 +77,18 @@ struct ConfigSymbols {
     yocto: Option<PathBuf>,
 }
 
-/// The nearest `kprof.toml` in the working directory or above; `$KPROF_CONFIG` overrides.
-fn config_file() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("KPROF_CONFIG") {
-        return Some(PathBuf::from(p));
-    }
-    let mut dir = std::env::current_dir().ok()?;
-    loop {
-        let c = dir.join("kprof.toml");
-        if c.is_file() {
-            return Some(c);
-        }
-        if !dir.pop() {
-            return None;
-        }
+/// `kprof.toml`'s `[symbols]` (see [`crate::user_config`]), its relative paths made relative
+/// to the file, not to where kprofctl runs; empty without a file.
+fn config_symbols() -> anyhow::Result<(ConfigSymbols, Option<ConfigFile>)> {
+    match crate::user_config::find()? {
+        Some(file) => Ok((read_config(&file.path, &file.text)?, Some(file))),
+        None => Ok((ConfigSymbols::default(), None)),
     }
 }
 
-/// `kprof.toml`'s `[symbols]`, its relative paths made relative to the file, not to where
-/// kprofctl runs; empty without a file.
-fn config_symbols() -> anyhow::Result<ConfigSymbols> {
-    match config_file() {
-        Some(file) => read_config(&file),
-        None => Ok(ConfigSymbols::default()),
-    }
-}
-
-fn read_config(file: &Path) -> anyhow::Result<ConfigSymbols> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+fn read_config(file: &Path, text: &str) -> anyhow::Result<ConfigSymbols> {
     let cfg: Config =
-        toml::from_str(&text).with_context(|| format!("{}: bad kprof.toml", file.display()))?;
+        toml::from_str(text).with_context(|| format!("{}: bad kprof.toml", file.display()))?;
     let base = file.parent().unwrap_or(Path::new("."));
     let mut symbols = cfg.symbols;
     for p in symbols
@@ -117,6 +100,14 @@ fn read_config(file: &Path) -> anyhow::Result<ConfigSymbols> {
         *p = base.join(&*p);
     }
     Ok(symbols)
+}
+
+/// Whether the Yocto directory of `file` may be handed to bitbake.
+fn bitbake_for(file: Option<&ConfigFile>) -> Bitbake {
+    match file {
+        Some(f) if f.origin == Origin::Found => Bitbake::NotFromFoundFile(f.path.clone()),
+        _ => Bitbake::MayRun,
+    }
 }
 
 impl SymbolArgs {
@@ -140,19 +131,25 @@ impl SymbolArgs {
                 out.push(p.clone());
             }
         }
-        let (config, builddir) = match self.user_setup {
+        let ((config, file), builddir) = match self.user_setup {
             UserSetup::Read => (
                 config_symbols()?,
                 std::env::var_os("BUILDDIR")
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from),
             ),
-            UserSetup::Ignore => (ConfigSymbols::default(), None),
+            UserSetup::Ignore => ((ConfigSymbols::default(), None), None),
         };
         out.extend(config.paths);
-        let yocto = self.yocto.clone().or(config.yocto).or(builddir);
-        if let Some(y) = yocto {
-            let found = crate::discover::yocto_symbol_paths(&y)
+        // bitbake runs Python from the build directory's conf/: only in one the user named
+        // (the command line, $BUILDDIR, $KPROF_CONFIG), never one from a file found by search.
+        let yocto = match (&self.yocto, config.yocto, builddir) {
+            (Some(y), _, _) => Some((y.clone(), Bitbake::MayRun)),
+            (None, Some(y), _) => Some((y, bitbake_for(file.as_ref()))),
+            (None, None, b) => b.map(|b| (b, Bitbake::MayRun)),
+        };
+        if let Some((y, bitbake)) = yocto {
+            let found = crate::discover::yocto_symbol_paths(&y, bitbake)
                 .with_context(|| format!("Yocto build directory {}", y.display()))?;
             out.extend(found);
         }
@@ -162,6 +159,20 @@ impl SymbolArgs {
             out.extend(found);
         }
         Ok(out)
+    }
+
+    /// Where symbol files from elsewhere are: the perf archives unpacked into kprofctl's
+    /// cache and debuginfod's cache. Their debug info does not choose which of this host's
+    /// files a report shows.
+    fn foreign_roots() -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = crate::cmd::host_symbols::cache_dir()
+            .map(|c| kprof_symbols::perf_archive::cache_root(&c))
+            .into_iter()
+            .collect();
+        if let Ok(Some(config)) = kprof_debuginfod::Config::from_env() {
+            roots.push(config.cache_dir);
+        }
+        roots
     }
 
     /// `--source-prefix OLD=NEW` pairs.
@@ -180,6 +191,7 @@ impl SymbolArgs {
         let paths = self.paths()?;
         Ok(kprof_symbols::Options {
             source_prefix: self.prefixes()?,
+            foreign_roots: Self::foreign_roots(),
             providers: crate::debuginfod::from_env(self.offline)?
                 .into_iter()
                 .collect(),
@@ -203,12 +215,13 @@ mod tests {
             "[symbols]\npaths = [\"syms\", \"/abs\"]\nbuildroot = \"br/output\"\nyocto = \"/y\"\n",
         )
         .unwrap();
-        let c = read_config(&file).unwrap();
+        let read = |f: &Path| read_config(f, &std::fs::read_to_string(f).unwrap());
+        let c = read(&file).unwrap();
         assert_eq!(c.paths, [dir.path().join("syms"), PathBuf::from("/abs")]);
         assert_eq!(c.buildroot, Some(dir.path().join("br/output")));
         assert_eq!(c.yocto, Some(PathBuf::from("/y")));
         std::fs::write(&file, "[symbols]\nbuildrot = \"x\"\n").unwrap();
-        let err = format!("{:#}", read_config(&file).unwrap_err());
+        let err = format!("{:#}", read(&file).unwrap_err());
         assert!(
             err.contains("kprof.toml") && err.contains("buildrot"),
             "{err}"

@@ -60,9 +60,12 @@ pub fn is_buildroot_dir(d: &Path) -> bool {
 ///
 /// The work directory layout finds the kernel's `B` of kernel.bbclass and linux-yocto
 /// recipes. Only when it finds no vmlinux is `bitbake -e virtual/kernel` asked for `B` (if
-/// `bitbake` is on `PATH`): that can take minutes when the configuration changed since the
-/// last parse, too slow to run on every report.
-pub fn yocto_symbol_paths(builddir: &Path) -> Result<Vec<PathBuf>, DiscoverError> {
+/// `bitbake` is on `PATH` and `bitbake` allows it): that can take minutes when the
+/// configuration changed since the last parse, too slow to run on every report.
+pub fn yocto_symbol_paths(
+    builddir: &Path,
+    bitbake: Bitbake,
+) -> Result<Vec<PathBuf>, DiscoverError> {
     let found = yocto::symbol_paths(builddir, None);
     let has_vmlinux = |paths: &[PathBuf]| {
         paths
@@ -77,10 +80,32 @@ pub fn yocto_symbol_paths(builddir: &Path) -> Result<Vec<PathBuf>, DiscoverError
     {
         return found;
     }
+    if let Bitbake::NotFromFoundFile(file) = bitbake {
+        crate::term::warning(format_args!(
+            "not asking bitbake for the kernel's build directory in {}: it was named by {}, \
+             found by search, and bitbake runs code from that directory; pass --yocto {} or \
+             KPROF_CONFIG={} to allow it (docs/security.md)",
+            builddir.display(),
+            file.display(),
+            builddir.display(),
+            file.display()
+        ));
+        return found;
+    }
     match yocto::kernel_env_from_bitbake(builddir) {
         Some(env) => yocto::symbol_paths(builddir, Some(&env)),
         None => found,
     }
+}
+
+/// Whether discovery may run `bitbake` in a Yocto build directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bitbake {
+    /// The user named the directory (command line, `$BUILDDIR`, `$KPROF_CONFIG`).
+    MayRun,
+    /// The directory came from this `kprof.toml`, found by searching up from the working
+    /// directory: whoever could write there must not be able to run code as the user.
+    NotFromFoundFile(PathBuf),
 }
 
 /// Files and directories of a Buildroot output directory that may hold symbols.

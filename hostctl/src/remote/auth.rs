@@ -10,9 +10,25 @@ use std::path::{Path, PathBuf};
 /// Environment variable holding a password, for scripts and CI (never logged).
 pub const PASSWORD_ENV: &str = "KPROF_PASSWORD";
 
-/// Tries ssh-agent, identity files, the empty password, then `$KPROF_PASSWORD` or a prompt on
-/// the terminal. The error lists what was tried.
-pub fn authenticate(sess: &Session, target: &Target, extra: &[PathBuf]) -> anyhow::Result<()> {
+/// Which host of the route a login is to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// A jump host (`-J`, `ProxyJump`): `$KPROF_PASSWORD` is the board's and is never offered
+    /// to one (a jump host run by someone else would learn it), as OpenSSH's `-J` asks each
+    /// host for its own password.
+    Jump,
+    /// The board itself.
+    Board,
+}
+
+/// Tries ssh-agent, identity files, the empty password, then `$KPROF_PASSWORD` (the board
+/// only) or a prompt on the terminal. The error lists what was tried.
+pub fn authenticate(
+    sess: &Session,
+    target: &Target,
+    extra: &[PathBuf],
+    hop: Hop,
+) -> anyhow::Result<()> {
     let user = target.user.as_str();
     // Asking for the method list sends the "none" method, which some boards accept outright.
     let methods = match sess.auth_methods(user) {
@@ -66,7 +82,8 @@ pub fn authenticate(sess: &Session, target: &Target, extra: &[PathBuf]) -> anyho
              {methods}). Load a key into ssh-agent or pass --identity FILE"
         );
     }
-    if let Some(password) = std::env::var_os(PASSWORD_ENV) {
+    let from_env = std::env::var_os(PASSWORD_ENV).filter(|_| hop == Hop::Board);
+    if let Some(password) = from_env {
         let password = password.to_string_lossy().into_owned();
         if try_password(sess, user, &password) {
             return Ok(());
@@ -74,10 +91,15 @@ pub fn authenticate(sess: &Session, target: &Target, extra: &[PathBuf]) -> anyho
         anyhow::bail!("{target}: password from ${PASSWORD_ENV} refused for user {user}");
     }
     if !std::io::stdin().is_terminal() {
+        let or_env = match hop {
+            Hop::Board => format!(", or set ${PASSWORD_ENV}"),
+            Hop::Jump => {
+                format!(" (${PASSWORD_ENV} is the board's: it is never sent to a jump host)")
+            }
+        };
         anyhow::bail!(
             "{target}: login refused for user {user} (tried {tried}), and there is no terminal \
-             to ask for a password: load a key into ssh-agent, pass --identity FILE, or set \
-             ${PASSWORD_ENV}"
+             to ask for a password: load a key into ssh-agent or pass --identity FILE{or_env}"
         );
     }
     for _ in 0..3 {

@@ -31,9 +31,14 @@ pub fn find_agent(remote: &Remote, remembered: Option<&str>) -> anyhow::Result<O
     candidates.push(AGENT_FALLBACK_PATH.into());
     let out = remote.exec(&find_agent_script(&candidates))?;
     let (found, refused) = parse_find_agent(&out.stdout_str());
+    // Paths and reasons are the board's words: one line each, escaped.
+    let refused: Vec<(String, String)> =
+        refused.iter().map(|(p, w)| (shown(p), shown(w))).collect();
     for (path, why) in &refused {
         if found.is_some() {
-            eprintln!("kprofctl: warning: {t}: not running kprof-agent from {path}: {why}");
+            crate::term::warning(format_args!(
+                "{t}: not running kprof-agent from {path}: {why}"
+            ));
         }
     }
     match (found, refused.first()) {
@@ -46,6 +51,11 @@ pub fn find_agent(remote: &Remote, remembered: Option<&str>) -> anyhow::Result<O
         ),
         (None, None) => Ok(None),
     }
+}
+
+/// A string from the board as it is shown: one line, control and bidi characters escaped.
+pub fn shown(s: &str) -> String {
+    kprof_report::escape::controls(s).into_owned()
 }
 
 /// The board shell that prints `ok REALPATH` for the first safe executable candidate and
@@ -123,17 +133,59 @@ pub fn has_hw_pmu(info: &BoardInfo) -> bool {
 pub use kprof_capture::listing::Listed as RemoteCapture;
 
 /// Lists `*.kprof.tar.gz` in the given directories (the agent renames an archive into place
-/// only when it is complete, so every listed file is whole).
+/// only when it is complete, so every listed file is whole). A directory that fails the
+/// agent's trust rule is skipped with a warning naming it and why: what others can write
+/// could hold a FIFO or an archive swapped after it was listed.
 pub fn list_captures(remote: &Remote, dirs: &[String]) -> anyhow::Result<Vec<RemoteCapture>> {
+    let out = remote.exec(&list_script(dirs))?;
+    for line in String::from_utf8_lossy(&out.stderr).lines() {
+        if let Some(why) = line.strip_prefix("kprof-refused ") {
+            crate::term::warning(format_args!(
+                "{}: not listing captures in {}",
+                remote.target,
+                shown(why)
+            ));
+        }
+    }
+    Ok(kprof_capture::listing::parse(&out.stdout))
+}
+
+/// The board shell of [`list_captures`]: regular files only (no links, no FIFOs), by the
+/// directory's real path.
+fn list_script(dirs: &[String]) -> String {
     let suffix = kprof_capture::ARCHIVE_SUFFIX;
     let dirs: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
-    let script = format!(
-        "for d in {}; do for f in \"$d\"/*{suffix}; do [ -f \"$f\" ] || continue; \
+    format!(
+        "{fun}for d in {}; do [ -e \"$d\" ] || continue; \
+         if ! kprof_capture_dir_ok \"$d\"; then echo \"kprof-refused $d: $KPROF_WHY\" >&2; continue; fi; \
+         for f in \"$KPROF_REAL\"/*{suffix}; do [ -f \"$f\" ] && [ ! -L \"$f\" ] || continue; \
          s=$(stat -c %s \"$f\" 2>/dev/null || wc -c < \"$f\"); echo \"$s $f\"; done; done",
-        dirs.join(" ")
-    );
-    let out = remote.exec(&script)?;
-    Ok(kprof_capture::listing::parse(&out.stdout))
+        dirs.join(" "),
+        fun = guard::CAPTURE_DIR_FN
+    )
+}
+
+/// The board shell that writes bytes `offset..` of the capture `path` to stdout, after the
+/// same checks as [`list_script`] (the capture dir may have changed since it was listed).
+pub fn read_capture_script(path: &str, offset: u64) -> String {
+    let dir = match path.rfind('/') {
+        Some(0) => "/",
+        Some(i) => &path[..i],
+        None => ".",
+    };
+    let read = if offset == 0 {
+        format!("cat -- {}", quote(path))
+    } else {
+        format!("tail -c +{} -- {}", offset + 1, quote(path))
+    };
+    format!(
+        "{fun}kprof_capture_dir_ok {d} || {{ echo \"refusing to read {p}: $KPROF_WHY\" >&2; exit 253; }}; \
+         [ -f {p} ] && [ ! -L {p} ] || {{ echo \"refusing to read {p}: not a regular file\" >&2; exit 253; }}; \
+         {read}",
+        d = quote(dir),
+        p = quote(path),
+        fun = guard::CAPTURE_DIR_FN
+    )
 }
 
 /// `sha256sum` of a board file, or `None` when the board has no sha256sum.
@@ -163,6 +215,56 @@ mod tests {
     use super::*;
     use crate::remote::guard::tests::sh;
     use std::os::unix::fs::PermissionsExt as _;
+
+    /// Issue 36, item 12: `fetch`'s listing applies the agent's trust rule: a capture dir
+    /// others can write is skipped, naming it (before: listed and read); in a good one only
+    /// regular files are listed (a planted FIFO or link is not), under a sticky parent too;
+    /// reading a listed capture checks again.
+    #[test]
+    fn list_script_capture_dir_trust() {
+        let top = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(top.path()).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let good = real.join("good");
+        std::fs::create_dir(&good).unwrap();
+        std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(good.join("a.kprof.tar.gz"), "12345").unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", good.join("b.kprof.tar.gz")).unwrap();
+        let fifo = std::ffi::CString::new(good.join("c.kprof.tar.gz").to_str().unwrap()).unwrap();
+        // SAFETY: `fifo` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let shared = real.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::write(shared.join("d.kprof.tar.gz"), "x").unwrap();
+        let dirs = [good.display().to_string(), shared.display().to_string()];
+        let (out, err, _) = sh(&list_script(&dirs));
+        let listed = format!("5 {}/a.kprof.tar.gz\n", good.display());
+        assert_eq!(out, listed, "{err}");
+        assert!(
+            err.contains(&format!(
+                "kprof-refused {}: {} is writable by other users",
+                dirs[1], dirs[1]
+            )),
+            "{err}"
+        );
+        let (out, err, code) = sh(&read_capture_script(
+            &format!("{}/a.kprof.tar.gz", dirs[0]),
+            2,
+        ));
+        assert_eq!((out.as_str(), code), ("345", Some(0)), "{err}");
+        let (_, err, code) = sh(&read_capture_script(
+            &format!("{}/d.kprof.tar.gz", dirs[1]),
+            0,
+        ));
+        assert_eq!(code, Some(253), "{err}");
+        let (_, err, code) = sh(&read_capture_script(
+            &format!("{}/b.kprof.tar.gz", dirs[0]),
+            0,
+        ));
+        assert_eq!(code, Some(253));
+        assert!(err.contains("not a regular file"), "{err}");
+    }
 
     /// An agent planted in a world-writable directory (the old `/tmp/kprof-agent` fallback) is
     /// refused with the reason and never run; a safe one later in the list is found by its

@@ -31,11 +31,11 @@ impl RunDir {
     pub fn remove(&self, remote: &Remote) {
         if let Ok(out) = remote.exec(&remove_script(&self.dir)) {
             if out.status == 253 {
-                eprintln!(
-                    "kprofctl: {}: {}; left in place",
+                crate::term::note(format_args!(
+                    "{}: {}; left in place",
                     remote.target,
                     out.stderr_str()
-                );
+                ));
             }
         }
     }

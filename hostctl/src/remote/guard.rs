@@ -40,6 +40,53 @@ pub const SAFE_PATH_FN: &str = r#"kprof_safe_path() {
 }
 "#;
 
+/// `kprof_capture_dir_ok DIR`: the agent's rule for a capture dir (`agent/src/dir_trust.rs`),
+/// for the shell steps of `fetch` that read one: DIR resolved (`$KPROF_REAL`) is a directory
+/// owned by root or the login user and writable by nobody else, and every directory above
+/// it likewise except that a sticky one (`/tmp`) may be shared. Fails with `$KPROF_WHY`.
+pub const CAPTURE_DIR_FN: &str = r#"kprof_capture_dir_ok() {
+  KPROF_REAL=$(readlink -f -- "$1" 2>/dev/null || realpath -- "$1" 2>/dev/null)
+  [ -n "$KPROF_REAL" ] || KPROF_REAL=$(cd -P -- "$1" 2>/dev/null && pwd -P)
+  case $KPROF_REAL in /*) ;; *) KPROF_WHY="$1 cannot be resolved"; return 1;; esac
+  kprof_u=$(id -u); kprof_p=$KPROF_REAL; kprof_own=1
+  while :; do
+    kprof_l=$(ls -ldn -- "$kprof_p" 2>/dev/null)
+    [ -n "$kprof_l" ] || { KPROF_WHY="cannot read the owner and mode of $kprof_p"; return 1; }
+    set -f; set -- $kprof_l; set +f
+    case $1 in d*) ;; *) KPROF_WHY="$kprof_p is not a directory"; return 1;; esac
+    if [ "$3" != 0 ] && [ "$3" != "$kprof_u" ]; then
+      KPROF_WHY="$kprof_p is owned by uid $3, not by root or the login user"; return 1
+    fi
+    case $1 in
+      ?????w*|????????w*)
+        case $kprof_own$1 in 0*t|0*T) ;; *)
+          KPROF_WHY="$kprof_p is writable by other users (mode $1)"; return 1;; esac;;
+    esac
+    [ "$kprof_p" = / ] && return 0
+    kprof_own=0; kprof_p=${kprof_p%/*}; [ -n "$kprof_p" ] || kprof_p=/
+  done
+}
+"#;
+
+/// `kprof_no_foreign_links PATH`: fails with `$KPROF_WHY` when a component of PATH as
+/// written (before any resolving) is a symbolic link owned by someone other than root or the
+/// login user: a link another user planted must not choose where root creates directories
+/// and files (the kernel's `fs.protected_symlinks` rule, for every component).
+pub const NO_FOREIGN_LINKS_FN: &str = r#"kprof_no_foreign_links() {
+  kprof_p=$1; kprof_u=$(id -u)
+  while [ -n "$kprof_p" ] && [ "$kprof_p" != / ]; do
+    if [ -L "$kprof_p" ]; then
+      kprof_l=$(ls -ldn -- "$kprof_p" 2>/dev/null); set -f; set -- $kprof_l; set +f
+      if [ "$3" != 0 ] && [ "$3" != "$kprof_u" ]; then
+        KPROF_WHY="$kprof_p is a symbolic link owned by uid $3"; return 1
+      fi
+    fi
+    case $kprof_p in */*) kprof_p=${kprof_p%/*};; *) kprof_p=;; esac
+  done
+  return 0
+}
+"#;
+
 /// `kprof_enter_run_dir DIR`: enters DIR (a physical absolute path) when it is a real
 /// directory, not a symlink, reached as DIR by `pwd -P`, owned by the login user, mode 0700.
 /// Returns 2 when DIR does not exist, 1 with `$KPROF_WHY` when it is not kprofctl's.

@@ -2,7 +2,9 @@
 //! fields, `[host]:port` names, wildcard and negated patterns, `@revoked` lines.
 //!
 //! kprofctl does this itself rather than through libssh2's reader, which stops at the first line
-//! it cannot parse (e.g. `@cert-authority`) and knows nothing of `@revoked`.
+//! it cannot parse (e.g. `@cert-authority`) and knows nothing of `@revoked`. A host covered by
+//! a `@cert-authority` line is trusted through certificates, which libssh2 cannot check: it
+//! is refused with a message saying so, never taken as unknown.
 
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use base64::Engine as _;
@@ -29,6 +31,9 @@ pub enum HostKeyCheck {
     Changed { path: PathBuf, line: usize },
     /// An `@revoked` line names this key.
     Revoked { path: PathBuf, line: usize },
+    /// No line lists this very key, but a `@cert-authority` line covers the host: it is
+    /// trusted through host certificates, which kprofctl cannot check.
+    CertAuthority { path: PathBuf, line: usize },
 }
 
 /// One usable line of a known_hosts file.
@@ -36,6 +41,7 @@ pub enum HostKeyCheck {
 struct Entry {
     line: usize,
     revoked: bool,
+    cert_authority: bool,
     hosts: String,
     key_type: String,
     key: Vec<u8>,
@@ -66,32 +72,65 @@ impl HostKey {
     }
 }
 
-/// The known_hosts files of a user: `~/.ssh/known_hosts` (written) and `known_hosts2` (read).
+/// The known_hosts files OpenSSH reads for a host: the user's (`~/.ssh/known_hosts`, where
+/// new keys are written, and `known_hosts2`, or `UserKnownHostsFile`) and the system's
+/// (`/etc/ssh/ssh_known_hosts` and `ssh_known_hosts2`, or `GlobalKnownHostsFile`).
 #[derive(Debug, Clone)]
 pub struct KnownHosts {
     pub files: Vec<PathBuf>,
+    /// Where new keys go: the first user file (`None` with `UserKnownHostsFile none`).
+    written: Option<PathBuf>,
 }
 
 impl KnownHosts {
+    /// The user files of `home` only (no system file): what the tests use.
+    #[cfg(test)]
     pub fn for_home(home: &Path) -> KnownHosts {
+        let files = vec![
+            home.join(".ssh/known_hosts"),
+            home.join(".ssh/known_hosts2"),
+        ];
         KnownHosts {
-            files: vec![
+            written: files.first().cloned(),
+            files,
+        }
+    }
+
+    /// The files OpenSSH reads for a host with `trust` from `~/.ssh/config`.
+    pub fn for_host(home: &Path, trust: &super::target::HostTrust) -> KnownHosts {
+        let user = trust.user_files.clone().unwrap_or_else(|| {
+            vec![
                 home.join(".ssh/known_hosts"),
                 home.join(".ssh/known_hosts2"),
-            ],
+            ]
+        });
+        let global = trust.global_files.clone().unwrap_or_else(|| {
+            vec![
+                PathBuf::from("/etc/ssh/ssh_known_hosts"),
+                PathBuf::from("/etc/ssh/ssh_known_hosts2"),
+            ]
+        });
+        KnownHosts {
+            written: user.first().cloned(),
+            files: user.into_iter().chain(global).collect(),
         }
     }
 
     /// The file new keys are appended to.
-    pub fn primary(&self) -> &Path {
-        &self.files[0]
+    pub fn primary(&self) -> anyhow::Result<&Path> {
+        self.written
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("UserKnownHostsFile is none: no file to add the key to"))
     }
 
     /// Key types `name` is known with, for ordering the host key algorithms before the handshake.
     pub fn known_types(&self, name: &str) -> anyhow::Result<Vec<String>> {
         let mut types = Vec::new();
         for (_, entry) in self.entries()? {
-            if !entry.revoked && hosts_match(&entry.hosts, name) && !types.contains(&entry.key_type)
+            if !entry.revoked
+                && !entry.cert_authority
+                && hosts_match(&entry.hosts, name)
+                && !types.contains(&entry.key_type)
             {
                 types.push(entry.key_type);
             }
@@ -104,7 +143,14 @@ impl KnownHosts {
         let mut known = false;
         let mut changed = None;
         let mut other_type = None;
+        let mut authority = None;
         for (path, entry) in self.entries()? {
+            if entry.cert_authority {
+                if !entry.revoked && hosts_match(&entry.hosts, name) {
+                    authority.get_or_insert((path, entry.line));
+                }
+                continue;
+            }
             if entry.revoked {
                 if entry.key == key.blob {
                     return Ok(HostKeyCheck::Revoked {
@@ -125,6 +171,9 @@ impl KnownHosts {
                 other_type = Some((path, entry.line, entry.key_type));
             }
         }
+        if let (false, Some((path, line))) = (known, authority) {
+            return Ok(HostKeyCheck::CertAuthority { path, line });
+        }
         Ok(match (known, changed, other_type) {
             (true, _, _) => HostKeyCheck::Known,
             (false, Some((path, line)), _) => HostKeyCheck::Changed { path, line },
@@ -141,7 +190,7 @@ impl KnownHosts {
     /// file (0600) when missing.
     pub fn append(&self, name: &str, key: &HostKey) -> anyhow::Result<()> {
         use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        let path = self.primary();
+        let path = self.primary()?;
         if let Some(dir) = path.parent() {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -184,8 +233,8 @@ impl KnownHosts {
     }
 }
 
-/// Lines that cannot be used (comments, `@cert-authority`, bad base64) are skipped, as
-/// OpenSSH does.
+/// Lines that cannot be used (comments, unknown markers, bad base64) are skipped, as OpenSSH
+/// does.
 fn parse(text: &str) -> Vec<Entry> {
     let mut entries = Vec::new();
     for (n, line) in text.lines().enumerate() {
@@ -196,9 +245,11 @@ fn parse(text: &str) -> Vec<Entry> {
         let mut fields = line.split_whitespace();
         let mut first = fields.next().unwrap_or_default();
         let mut revoked = false;
+        let mut cert_authority = false;
         if let Some(marker) = first.strip_prefix('@') {
             match marker {
                 "revoked" => revoked = true,
+                "cert-authority" => cert_authority = true,
                 _ => continue,
             }
             first = fields.next().unwrap_or_default();
@@ -212,6 +263,7 @@ fn parse(text: &str) -> Vec<Entry> {
         entries.push(Entry {
             line: n + 1,
             revoked,
+            cert_authority,
             hosts: first.to_owned(),
             key_type: key_type.to_owned(),
             key,
@@ -342,7 +394,7 @@ mod tests {
                 known_type,
             } => {
                 assert_eq!((line, known_type.as_str()), (2, "ssh-ed25519"));
-                assert_eq!(path, kh.primary());
+                assert_eq!(path, kh.primary().unwrap());
             }
             other => panic!("{other:?}"),
         }
@@ -382,7 +434,7 @@ mod tests {
             vec!["ssh-ed25519".to_owned()]
         );
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(kh.primary())
+        let mode = std::fs::metadata(kh.primary().unwrap())
             .unwrap()
             .permissions()
             .mode();
@@ -390,6 +442,59 @@ mod tests {
     }
 
     /// The fingerprint has ssh-keygen's form.
+    /// Issue 36, item 6: a host pinned in the system's file (or a `GlobalKnownHostsFile`) with
+    /// another key is changed, not unknown; a host covered by `@cert-authority` whose own key
+    /// is not listed is refused as such (before: the line was skipped and the host unknown).
+    #[test]
+    fn check_known_hosts_global_file_and_cert_authority() {
+        let dir = tempfile::tempdir().unwrap();
+        let global = dir.path().join("ssh_known_hosts");
+        std::fs::write(&global, line("[b.lab]:2222", &key(1)) + "\n").unwrap();
+        let trust = crate::remote::target::HostTrust {
+            user_files: Some(vec![dir.path().join("user")]),
+            global_files: Some(vec![global.clone()]),
+            ..Default::default()
+        };
+        let kh = KnownHosts::for_host(dir.path(), &trust);
+        assert_eq!(kh.primary().unwrap(), dir.path().join("user"));
+        assert_eq!(
+            kh.check("[b.lab]:2222", &key(2)).unwrap(),
+            HostKeyCheck::Changed {
+                path: global.clone(),
+                line: 1
+            }
+        );
+        let ca = format!(
+            "@cert-authority *.lab {} {}\n",
+            key(3).key_type,
+            STANDARD.encode(&key(3).blob)
+        );
+        std::fs::write(&global, ca + &line("known.lab", &key(4)) + "\n").unwrap();
+        assert_eq!(
+            kh.check("c.lab", &key(5)).unwrap(),
+            HostKeyCheck::CertAuthority {
+                path: global.clone(),
+                line: 1
+            }
+        );
+        assert_eq!(kh.check("known.lab", &key(4)).unwrap(), HostKeyCheck::Known);
+        assert_eq!(
+            kh.check("other.example", &key(5)).unwrap(),
+            HostKeyCheck::Unknown
+        );
+        let none = crate::remote::target::HostTrust {
+            user_files: Some(Vec::new()),
+            ..trust
+        };
+        let err = KnownHosts::for_host(dir.path(), &none)
+            .primary()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("UserKnownHostsFile is none"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn fingerprint_host_key_sha256_form() {
         let fp = key(7).fingerprint();

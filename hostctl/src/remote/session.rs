@@ -73,8 +73,18 @@ impl Output {
         String::from_utf8_lossy(&self.stdout).trim().to_owned()
     }
 
+    /// The board's stderr for a message: control and bidi characters escaped, newlines too,
+    /// so that it stays one line (a board must not forge a `kprofctl:` line of its own).
     pub fn stderr_str(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).trim().to_owned()
+        let text = String::from_utf8_lossy(&self.stderr);
+        kprof_report::escape::controls(text.trim()).into_owned()
+    }
+
+    /// The first line of the board's stderr, escaped as [`Output::stderr_str`].
+    pub fn stderr_first_line(&self) -> String {
+        let text = String::from_utf8_lossy(&self.stderr);
+        let first = text.trim().lines().next().unwrap_or_default();
+        kprof_report::escape::controls(first).into_owned()
     }
 }
 
@@ -84,13 +94,12 @@ impl Remote {
     pub fn connect(target: &Target, args: &SshArgs) -> anyhow::Result<Remote> {
         let home = super::ssh_config::home_dir()
             .ok_or_else(|| anyhow::anyhow!("$HOME is not set: cannot find ~/.ssh/known_hosts"))?;
-        let known_hosts = KnownHosts::for_home(&home);
         let mut tunnels = Vec::new();
         let mut via: Option<UnixStream> = None;
         let hops = target.jump.len();
         for (i, hop) in target.jump.iter().enumerate() {
             let next = target.jump.get(i + 1).unwrap_or(target);
-            let (tunnel, end) = login(hop, via.take(), &known_hosts, args)
+            let (tunnel, end) = login(hop, via.take(), &home, args, auth::Hop::Jump)
                 .and_then(|(sess, fd)| tunnel::open(sess, fd, hop, next))
                 .map_err(|e| {
                     e.context(format!(
@@ -102,7 +111,7 @@ impl Remote {
             tunnels.push(tunnel);
             via = Some(end);
         }
-        let (sess, _) = login(target, via, &known_hosts, args)?;
+        let (sess, _) = login(target, via, &home, args, auth::Hop::Board)?;
         // Keeps NAT and the board's idle timers from dropping a quiet capture.
         sess.set_keepalive(false, 15);
         Ok(Remote {
@@ -246,8 +255,9 @@ pub fn io_link_error(target: &Target, doing: &str, err: &std::io::Error) -> anyh
 fn login(
     target: &Target,
     via: Option<UnixStream>,
-    known_hosts: &KnownHosts,
+    home: &std::path::Path,
     args: &SshArgs,
+    hop: auth::Hop,
 ) -> anyhow::Result<(Session, RawFd)> {
     let mut sess = Session::new().with_context(|| format!("{target}: cannot start ssh"))?;
     let fd = match via {
@@ -264,12 +274,16 @@ fn login(
         }
     };
     sess.set_timeout(IO_TIMEOUT_MS);
+    // What OpenSSH reads for this host: the user's and the system's known_hosts, or the
+    // files its ~/.ssh/config names.
+    let known_hosts = &KnownHosts::for_host(home, &target.trust);
     let name = target.known_hosts_name();
     let asked = prefer_known_key_types(&sess, &known_hosts.known_types(&name)?);
     sess.handshake()
         .with_context(|| format!("{target}: ssh handshake failed"))?;
-    verify_host_key(&sess, target, known_hosts, &asked, args.accept_new_host_key)?;
-    auth::authenticate(&sess, target, &args.identity)?;
+    let accept_new = args.accept_new_host_key || target.trust.accept_new;
+    verify_host_key(&sess, target, known_hosts, &asked, accept_new)?;
+    auth::authenticate(&sess, target, &args.identity, hop)?;
     Ok((sess, fd))
 }
 
@@ -401,12 +415,16 @@ fn verify_host_key(
                 _ => String::new(),
             };
             if !accept_new {
+                let into = known_hosts.primary().map_or_else(
+                    |e| format!("known_hosts ({e})"),
+                    |p| p.display().to_string(),
+                );
                 anyhow::bail!(
                     "{target}: host key not known: {} key fingerprint is {}{note}; if this is \
-                     your board, rerun with --accept-new-host-key to trust it and add it to {}",
+                     your board, rerun with --accept-new-host-key to trust it and add it to \
+                     {into}",
                     key.key_type,
                     key.fingerprint(),
-                    known_hosts.primary().display()
                 );
             }
             known_hosts.append(&name, &key)?;
@@ -414,7 +432,7 @@ fn verify_host_key(
                 "kprofctl: added {name} {} key {} to {}{note}",
                 key.key_type,
                 key.fingerprint(),
-                known_hosts.primary().display(),
+                known_hosts.primary()?.display(),
             );
             Ok(())
         }
@@ -427,6 +445,15 @@ fn verify_host_key(
             key.fingerprint(),
             path.display()
         ),
+        HostKeyCheck::CertAuthority { path, line } => anyhow::bail!(
+            "{target}: {name} is trusted through host certificates (@cert-authority at {} line \
+             {line}), which kprofctl cannot check, and its {} key {} is not listed itself: \
+             refusing to connect. Add the board's key to known_hosts (`ssh-keyscan`, checked \
+             against the board's console) to use kprofctl with it",
+            path.display(),
+            key.key_type,
+            key.fingerprint()
+        ),
         HostKeyCheck::Revoked { path, line } => anyhow::bail!(
             "{target}: host key {} is revoked ({} line {line}): refusing to connect",
             key.fingerprint(),
@@ -438,6 +465,24 @@ fn verify_host_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The board's stderr in a message is one line with control and bidi characters
+    /// escaped: a board cannot forge a `kprofctl:` line or reorder what the terminal shows
+    /// (before: the newline and U+202E went out raw).
+    #[test]
+    fn stderr_str_one_line_escaped() {
+        let out = Output {
+            status: 1,
+            stdout: Vec::new(),
+            stderr: "no space\nkprofctl: capture OK \u{202e}gnp.exe\x1b[2J\n".into(),
+        };
+        let s = out.stderr_str();
+        assert_eq!(
+            s,
+            "no space\\x0akprofctl: capture OK \\u{202e}gnp.exe\\x1b[2J"
+        );
+        assert_eq!(out.stderr_first_line(), "no space");
+    }
 
     /// A board command that never stops printing is read up to the bound, then refused;
     /// output up to the bound is kept whole.

@@ -1,10 +1,15 @@
-//! The part of `~/.ssh/config` that says how to reach a board: `Host` blocks with `HostName`,
-//! `User`, `Port`, `IdentityFile` and `ProxyJump`, plus `Include`.
+//! The part of `~/.ssh/config` that says how to reach a board and whom to trust: `Host` and
+//! `Match` blocks with `HostName`, `User`, `Port`, `IdentityFile`, `ProxyJump`,
+//! `UserKnownHostsFile`, `GlobalKnownHostsFile`, `HostKeyAlias` and `StrictHostKeyChecking`,
+//! plus `Include`.
 //!
 //! OpenSSH semantics: the first value obtained for a keyword wins, `IdentityFile` accumulates,
-//! `Host` patterns take `*`, `?` and `!negation`. `Match` blocks are not evaluated (their
-//! conditions need things kprofctl does not know, such as `exec`), so their settings are skipped
-//! — except `Match all`, which applies.
+//! `Host` patterns take `*`, `?` and `!negation`. `Match` evaluates `all`, `host`,
+//! `originalhost` and `localuser`; a block whose condition kprofctl cannot evaluate (`exec`,
+//! `canonical`, `final`, `tagged`, `localnetwork`, `user`...) is skipped unless it sets one of
+//! the keywords above, which is an error naming it: a setting that changes the route or the
+//! trust is never silently dropped. So are `ProxyCommand` (other than `none`) and
+//! `StrictHostKeyChecking no`, which kprofctl does not implement.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +23,33 @@ pub struct HostConfig {
     pub identity_files: Vec<String>,
     /// Raw `ProxyJump` value: `[user@]host[:port][,...]` or `none`.
     pub proxy_jump: Option<String>,
+    /// Raw `UserKnownHostsFile` values (`none` for no file).
+    pub user_known_hosts: Option<Vec<String>>,
+    /// Raw `GlobalKnownHostsFile` values (`none` for no file).
+    pub global_known_hosts: Option<Vec<String>>,
+    /// `HostKeyAlias`: the name the host key is looked up and recorded under.
+    pub host_key_alias: Option<String>,
+    /// `StrictHostKeyChecking accept-new`: an unknown host key is added, as with
+    /// `--accept-new-host-key` (`yes` and `ask` are what kprofctl does anyway).
+    pub accept_new: bool,
+    /// A `StrictHostKeyChecking` was seen (the first one wins).
+    pub strict_seen: bool,
 }
+
+/// Keywords whose value kprofctl uses or refuses: a `Match` it cannot evaluate must not
+/// decide them.
+const ROUTE_AND_TRUST: &[&str] = &[
+    "hostname",
+    "user",
+    "port",
+    "identityfile",
+    "proxyjump",
+    "proxycommand",
+    "userknownhostsfile",
+    "globalknownhostsfile",
+    "hostkeyalias",
+    "stricthostkeychecking",
+];
 
 /// Reads `path` (and its `Include`s) and returns what applies to `alias`. A missing file gives
 /// the empty config; an unreadable or malformed one is an error naming the file and line.
@@ -41,10 +72,15 @@ pub fn lookup_str(text: &str, origin: &Path, alias: &str) -> anyhow::Result<Host
 }
 
 /// Whether the lines being read apply to the alias.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum BlockState {
     Applies,
     Skipped,
+    /// A `Match` whose condition kprofctl cannot evaluate: where it is and which criterion.
+    Undecided {
+        line: usize,
+        criterion: String,
+    },
 }
 
 fn apply_file(path: &Path, alias: &str, cfg: &mut HostConfig, depth: u32) -> anyhow::Result<()> {
@@ -81,52 +117,109 @@ fn apply_text(
                 continue;
             }
             "match" => {
-                let all = args.len() == 1 && args[0].eq_ignore_ascii_case("all");
-                *state = if all {
-                    BlockState::Applies
-                } else {
-                    BlockState::Skipped
-                };
+                *state = match_state(&args, alias, cfg, n + 1);
                 continue;
             }
             _ => {}
         }
+        if let BlockState::Undecided { line, criterion } = &*state {
+            if ROUTE_AND_TRUST.contains(&keyword.as_str()) && would_set(cfg, &keyword) {
+                anyhow::bail!(
+                    "ssh config {} line {}: `Match {criterion}` (line {line}) decides whether \
+                     this {keyword} applies, and kprofctl cannot evaluate it; give the board \
+                     a Host block of its own",
+                    origin.display(),
+                    n + 1
+                );
+            }
+            continue;
+        }
         if *state == BlockState::Skipped {
             continue;
         }
-        let first = args.first().cloned().unwrap_or_default();
-        match keyword.as_str() {
-            "hostname" if cfg.hostname.is_none() => cfg.hostname = Some(first),
-            "user" if cfg.user.is_none() => cfg.user = Some(first),
-            "port" if cfg.port.is_none() => {
-                let port = first
-                    .parse::<u16>()
-                    .ok()
-                    .filter(|p| *p != 0)
-                    .ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "ssh config {} line {}: bad Port `{first}`",
-                            origin.display(),
-                            n + 1
-                        )
-                    })?;
-                cfg.port = Some(port);
+        let at = Line { origin, n: n + 1 };
+        apply_keyword(&keyword, &args, at, alias, cfg, state, depth)?;
+    }
+    Ok(())
+}
+
+/// Where a line is, for errors.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    origin: &'a Path,
+    n: usize,
+}
+
+/// One keyword line that applies: sets what it sets in `cfg` (the first value wins), or
+/// refuses what kprofctl does not implement.
+fn apply_keyword(
+    keyword: &str,
+    args: &[String],
+    at: Line<'_>,
+    alias: &str,
+    cfg: &mut HostConfig,
+    state: &mut BlockState,
+    depth: u32,
+) -> anyhow::Result<()> {
+    let first = args.first().cloned().unwrap_or_default();
+    match keyword {
+        "hostname" if cfg.hostname.is_none() => cfg.hostname = Some(first),
+        "user" if cfg.user.is_none() => cfg.user = Some(first),
+        "port" if cfg.port.is_none() => {
+            let port = first
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "ssh config {} line {}: bad Port `{first}`",
+                        at.origin.display(),
+                        at.n
+                    )
+                })?;
+            cfg.port = Some(port);
+        }
+        "identityfile" => cfg.identity_files.push(first),
+        "proxyjump" if cfg.proxy_jump.is_none() => cfg.proxy_jump = Some(first),
+        "proxycommand" if !first.eq_ignore_ascii_case("none") => anyhow::bail!(
+            "ssh config {} line {}: ProxyCommand is not supported by kprofctl (it would \
+             change the route to the board); use ProxyJump, or -J",
+            at.origin.display(),
+            at.n
+        ),
+        "userknownhostsfile" if cfg.user_known_hosts.is_none() => {
+            cfg.user_known_hosts = Some(args.to_vec())
+        }
+        "globalknownhostsfile" if cfg.global_known_hosts.is_none() => {
+            cfg.global_known_hosts = Some(args.to_vec())
+        }
+        "hostkeyalias" if cfg.host_key_alias.is_none() => cfg.host_key_alias = Some(first),
+        "stricthostkeychecking" if !cfg.strict_seen => {
+            cfg.strict_seen = true;
+            match first.to_ascii_lowercase().as_str() {
+                "yes" | "ask" => {}
+                "accept-new" => cfg.accept_new = true,
+                other => anyhow::bail!(
+                    "ssh config {} line {}: StrictHostKeyChecking {other}: kprofctl always \
+                     checks host keys (an unknown one is refused unless \
+                     --accept-new-host-key or StrictHostKeyChecking accept-new)",
+                    at.origin.display(),
+                    at.n
+                ),
             }
-            "identityfile" => cfg.identity_files.push(first),
-            "proxyjump" if cfg.proxy_jump.is_none() => cfg.proxy_jump = Some(first),
-            "include" if depth < 8 => {
-                for pattern in &args {
-                    for path in expand_include(pattern, origin) {
-                        // An Include keeps the state of the block it appears in.
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
-                            anyhow::anyhow!("cannot read ssh config {}: {e}", path.display())
-                        })?;
-                        apply_text(&text, &path, alias, cfg, state, depth + 1)?;
-                    }
+        }
+        "include" if depth < 8 => {
+            for pattern in args {
+                for path in expand_include(pattern, at.origin) {
+                    // An Include keeps the state of the block it appears in.
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        anyhow::anyhow!("cannot read ssh config {}: {e}", path.display())
+                    })?;
+                    apply_text(&text, &path, alias, cfg, state, depth + 1)?;
                 }
             }
-            _ => {}
         }
+        _ => {}
     }
     Ok(())
 }
@@ -186,6 +279,68 @@ fn split_args(rest: &str) -> Result<Vec<String>, UnterminatedQuote> {
         args.push(arg);
     }
     Ok(args)
+}
+
+/// Whether `keyword` on a line that applies would change `cfg`: the first value of a
+/// keyword wins, so one already set cannot be changed any more (`IdentityFile` accumulates;
+/// `ProxyCommand` and `StrictHostKeyChecking` may be refusals).
+fn would_set(cfg: &HostConfig, keyword: &str) -> bool {
+    match keyword {
+        "hostname" => cfg.hostname.is_none(),
+        "user" => cfg.user.is_none(),
+        "port" => cfg.port.is_none(),
+        "proxyjump" => cfg.proxy_jump.is_none(),
+        "userknownhostsfile" => cfg.user_known_hosts.is_none(),
+        "globalknownhostsfile" => cfg.global_known_hosts.is_none(),
+        "hostkeyalias" => cfg.host_key_alias.is_none(),
+        "stricthostkeychecking" => !cfg.strict_seen,
+        _ => true,
+    }
+}
+
+/// The state a `Match` line puts the following lines in. Criteria are ANDed, as OpenSSH does;
+/// `host` is the name connected to (`HostName` if set by then), `originalhost` the alias.
+fn match_state(args: &[String], alias: &str, cfg: &HostConfig, line: usize) -> BlockState {
+    let mut applies = true;
+    let mut i = 0;
+    while i < args.len() {
+        let criterion = args[i].to_ascii_lowercase();
+        let (negated, name) = match criterion.strip_prefix('!') {
+            Some(c) => (true, c.to_string()),
+            None => (false, criterion.clone()),
+        };
+        if name == "all" {
+            i += 1;
+            continue;
+        }
+        let Some(value) = args.get(i + 1) else {
+            return BlockState::Undecided {
+                line,
+                criterion: name,
+            };
+        };
+        let patterns: Vec<String> = value.split(',').map(str::to_owned).collect();
+        let subject = match name.as_str() {
+            "host" => cfg.hostname.clone().unwrap_or_else(|| alias.to_string()),
+            "originalhost" => alias.to_string(),
+            "localuser" => local_user(),
+            _ => {
+                return BlockState::Undecided {
+                    line,
+                    criterion: format!("{name} {value}"),
+                }
+            }
+        };
+        if host_matches(&patterns, &subject) == negated {
+            applies = false;
+        }
+        i += 2;
+    }
+    if applies {
+        BlockState::Applies
+    } else {
+        BlockState::Skipped
+    }
 }
 
 /// OpenSSH `Host` matching: any positive pattern matches and no negated one does.
@@ -316,6 +471,53 @@ pub fn local_user() -> String {
 mod tests {
     use super::*;
 
+    /// Issue 36, item 6: the trust and route keywords are read, and those kprofctl does not
+    /// implement are errors naming the line (before: silently dropped).
+    #[test]
+    fn lookup_trust_keywords_and_refusals() {
+        let origin = Path::new("/c");
+        let cfg = lookup_str(
+            "Host b\n  UserKnownHostsFile ~/kh /x/kh2\n  GlobalKnownHostsFile none\n  \
+             HostKeyAlias board-a\n  StrictHostKeyChecking accept-new\n",
+            origin,
+            "b",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.user_known_hosts,
+            Some(vec!["~/kh".into(), "/x/kh2".into()])
+        );
+        assert_eq!(cfg.global_known_hosts, Some(vec!["none".into()]));
+        assert_eq!(cfg.host_key_alias.as_deref(), Some("board-a"));
+        assert!(cfg.accept_new);
+        let err = |text: &str| lookup_str(text, origin, "b").unwrap_err().to_string();
+        let e = err("Host b\n  ProxyCommand nc %h %p\n");
+        assert!(
+            e.contains("/c line 2: ProxyCommand is not supported"),
+            "{e}"
+        );
+        let e = err("Host *\n  StrictHostKeyChecking no\n");
+        assert!(e.contains("line 2: StrictHostKeyChecking no"), "{e}");
+        let e = err("Match exec \"true\"\n  HostName evil\n");
+        assert!(
+            e.contains("`Match exec true` (line 1) decides whether this hostname"),
+            "{e}"
+        );
+        assert!(lookup_str("Host b\n  ProxyCommand none\n", origin, "b").is_ok());
+        // Unrelated settings under an undecidable Match are skipped, as before.
+        let cfg = lookup_str(
+            "Match exec \"true\"\n  ServerAliveInterval 5\nHost b\n  User u\n",
+            origin,
+            "b",
+        )
+        .unwrap();
+        assert_eq!(cfg.user.as_deref(), Some("u"));
+        // Match host/originalhost are evaluated.
+        let text = "Match originalhost b\n  Port 2022\nMatch host other\n  User x\n";
+        let cfg = lookup_str(text, origin, "b").unwrap();
+        assert_eq!((cfg.port, cfg.user), (Some(2022), None));
+    }
+
     const CONFIG: &str = "\
 # boards
 Host board imx8 !imx8-old
@@ -326,8 +528,6 @@ Host board imx8 !imx8-old
 Host imx8*
     HostName=imx8.lab
     IdentityFile \"/keys/with space\"
-Match exec \"false\"
-    User nobody
 Host imx8-old
     ProxyJump none
 Host *
@@ -335,6 +535,8 @@ Host *
     ProxyJump gw,lab
     Port 22
     IdentityFile ~/.ssh/id_ed25519
+Match exec \"false\"
+    User nobody
 ";
 
     /// An alias gets the first value of each keyword and every IdentityFile in order.
@@ -364,7 +566,8 @@ Host *
         );
     }
 
-    /// A host no block names gets only the `Host *` settings, not the skipped `Match` ones.
+    /// A host no block names gets only the `Host *` settings; the `Match exec` after it can
+    /// no longer change its `User` (the first value wins), so it needs no evaluating.
     #[test]
     fn lookup_config_unknown_host_gets_wildcard() {
         let cfg = lookup_str(CONFIG, Path::new("cfg"), "other").unwrap();

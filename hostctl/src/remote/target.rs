@@ -20,6 +20,23 @@ pub struct Target {
     /// Jump hosts in the order they are traversed (first is connected to directly); empty for
     /// a direct connection. The hops themselves have no `jump` of their own: a chain is flat.
     pub jump: Vec<Target>,
+    /// Where this host's key is looked up and under which name (`~/.ssh/config`).
+    pub trust: HostTrust,
+}
+
+/// What `~/.ssh/config` says about checking one host's key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostTrust {
+    /// `UserKnownHostsFile`, expanded (`None`: OpenSSH's `~/.ssh/known_hosts` and
+    /// `known_hosts2`; an empty list: `none`).
+    pub user_files: Option<Vec<PathBuf>>,
+    /// `GlobalKnownHostsFile`, expanded (`None`: `/etc/ssh/ssh_known_hosts` and
+    /// `ssh_known_hosts2`).
+    pub global_files: Option<Vec<PathBuf>>,
+    /// `HostKeyAlias`.
+    pub alias: Option<String>,
+    /// `StrictHostKeyChecking accept-new`.
+    pub accept_new: bool,
 }
 
 /// Most hops one chain may have, counting those a first hop's own `ProxyJump` adds: a config
@@ -61,6 +78,23 @@ impl Target {
                 ssh_config::expand_tilde(&f)
             })
             .collect();
+        let files = |list: &Option<Vec<String>>| {
+            list.as_ref().map(|l| {
+                l.iter()
+                    .filter(|f| !f.eq_ignore_ascii_case("none"))
+                    .map(|f| {
+                        let f = ssh_config::expand_tokens(f, &host, &user, port);
+                        ssh_config::expand_tilde(&f)
+                    })
+                    .collect()
+            })
+        };
+        let trust = HostTrust {
+            user_files: files(&config.user_known_hosts),
+            global_files: files(&config.global_known_hosts),
+            alias: config.host_key_alias.clone(),
+            accept_new: config.accept_new,
+        };
         Ok(Target {
             spec: spec.to_owned(),
             user,
@@ -68,11 +102,16 @@ impl Target {
             port,
             identity_files,
             jump: Vec::new(),
+            trust,
         })
     }
 
-    /// The host as `known_hosts` names it: `host`, or `[host]:port` off port 22.
+    /// The host as `known_hosts` names it: its `HostKeyAlias`, else `host`, or `[host]:port`
+    /// off port 22.
     pub fn known_hosts_name(&self) -> String {
+        if let Some(alias) = &self.trust.alias {
+            return alias.clone();
+        }
         if self.port == 22 {
             self.host.clone()
         } else {
@@ -281,6 +320,7 @@ mod tests {
             port: Some(2222),
             identity_files: vec!["/k/%h_%p".into()],
             proxy_jump: Some("gw".into()),
+            ..HostConfig::default()
         };
         let t = Target::resolve_with("board", &cfg).unwrap();
         assert_eq!(t.to_string(), "root@10.0.0.7:2222");
@@ -313,6 +353,7 @@ mod tests {
             port: None,
             identity_files: Vec::new(),
             proxy_jump: jump.map(Into::into),
+            ..HostConfig::default()
         })
     }
 

@@ -3,12 +3,10 @@
 
 use super::board::{self, RemoteCapture};
 use super::session::Remote;
-use super::shell::quote;
 use crate::progress::{self, Counting};
 use anyhow::Context as _;
 use sha2::Digest as _;
 use std::io::{Read as _, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// Suffix of a download in progress.
@@ -29,7 +27,7 @@ pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Res
     if cap.size > max {
         anyhow::bail!(
             "{t}: {} is {} bytes: {}",
-            cap.path,
+            board::shown(&cap.path),
             cap.size,
             kprof_symbols::limits::how_to_raise(max)
         );
@@ -41,7 +39,7 @@ pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Res
         eprintln!(
             "kprofctl: {} is larger than {} on the board: downloading it again",
             part_path.display(),
-            cap.path
+            board::shown(&cap.path)
         );
         std::fs::remove_file(&part_path)
             .with_context(|| format!("cannot remove {}", part_path.display()))?;
@@ -62,7 +60,7 @@ pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Res
     if got != cap.size {
         anyhow::bail!(
             "{t}: download of {} stopped at {got} of {} bytes (kept in {}): run `kprofctl fetch` again to resume",
-            cap.path,
+            board::shown(&cap.path),
             cap.size,
             part_path.display()
         );
@@ -91,11 +89,7 @@ pub fn download(remote: &Remote, cap: &RemoteCapture, dir: &Path) -> anyhow::Res
 /// Appends bytes `offset..` of the board file to `part`.
 fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> anyhow::Result<()> {
     let t = &remote.target;
-    let command = if offset == 0 {
-        format!("cat {}", quote(&cap.path))
-    } else {
-        format!("tail -c +{} {}", offset + 1, quote(&cap.path))
-    };
+    let command = board::read_capture_script(&cap.path, offset);
     let mut file = open_part(part)?;
     let bar = progress::bar(cap.size, &cap.id, Counting::Bytes);
     bar.set_position(offset);
@@ -112,7 +106,7 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
             break Err(anyhow::Error::new(crate::interrupt::Interrupted(format!(
                 "interrupted: download of {} stopped at {done} of {} bytes; the part is kept \
                  in {}: `kprofctl fetch` resumes it",
-                cap.path,
+                board::shown(&cap.path),
                 cap.size,
                 part.display()
             ))));
@@ -128,7 +122,7 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
                          download stopped (the {done} bytes kept in {} are checked by sha256 \
                          on the next fetch)",
                         cap.size,
-                        cap.path,
+                        board::shown(&cap.path),
                         part.display()
                     ));
                 }
@@ -150,7 +144,7 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
                 break Err(anyhow::anyhow!(
                     "{t}: download of {} cut at {done} of {} bytes ({why}); the part is kept in \
                      {}: run `kprofctl fetch` again to resume",
-                    cap.path,
+                    board::shown(&cap.path),
                     cap.size,
                     part.display()
                 ));
@@ -164,15 +158,10 @@ fn receive(remote: &Remote, cap: &RemoteCapture, part: &Path, offset: u64) -> an
     check_sent(remote, &mut ch, cap, done)
 }
 
-/// `part` opened for appending, private.
+/// `part` opened for appending, private; a link planted under its name is refused.
 fn open_part(part: &Path) -> anyhow::Result<std::fs::File> {
     // Captures hold kallsyms and kernel addresses: 0600 from the first byte, whatever the umask.
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(part)
-        .with_context(|| format!("cannot open {}", part.display()))?;
+    let file = crate::files::open_append_own(part)?;
     // A `.part` of an older kprofctl (0644 by umask) is ours to tighten before more goes in.
     private(&file, part)?;
     Ok(file)
@@ -188,7 +177,7 @@ fn check_sent(
     let out = remote.finish(ch).map_err(|e| {
         anyhow::anyhow!(
             "{e} (download of {} at {done} of {} bytes; run `kprofctl fetch` again to resume)",
-            cap.path,
+            board::shown(&cap.path),
             cap.size
         )
     })?;
@@ -196,7 +185,7 @@ fn check_sent(
         anyhow::bail!(
             "{}: reading {} on the board failed: {}",
             remote.target,
-            cap.path,
+            board::shown(&cap.path),
             out.stderr_str()
         );
     }

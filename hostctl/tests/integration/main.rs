@@ -6,6 +6,7 @@
 //! with `--ignored` once the board is up.
 
 mod compare_cli;
+mod config_trust;
 mod diff_cli;
 mod layers_build;
 mod quickstart_trust;

@@ -490,3 +490,27 @@ fn run_jump_ctrl_c_stops_capture_keeps_it() {
     assert_eq!(manifest["stop_reason"], "signal", "{manifest}");
     assert!(forwarded_to(&jump, board.port), "{}", jump.log());
 }
+
+/// Issue 36, item 7: `$KPROF_PASSWORD` is the board's and is never offered to a jump host
+/// (before: every hop got it). The jump host here refuses the client's key, so the only
+/// password attempts it sees are kprofctl's: the empty password, and nothing else.
+#[test]
+fn connect_jump_password_env_not_sent_to_jump_host() {
+    let (board, client) = board();
+    let jump = Sshd::start(JUMP_CONFIG);
+    client.trust(&jump, jump.port);
+    let j = jump.target();
+    let mut cmd = fetch_nope_keyed(&client, &board.target(), &["-J", &j]);
+    cmd.env("KPROF_PASSWORD", "the-boards-password")
+        .stdin(std::process::Stdio::null());
+    let (ok, _, err) = outcome(&mut cmd);
+    assert!(!ok);
+    assert!(
+        err.contains("$KPROF_PASSWORD is the board's: it is never sent to a jump host"),
+        "{err}"
+    );
+    let log = jump.log();
+    // sshd logs each password request at DEBUG1; the empty one fails as "Failed none".
+    let attempts = log.matches("method password").count();
+    assert_eq!(attempts, 1, "only the empty password: {log}");
+}

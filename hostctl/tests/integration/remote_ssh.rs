@@ -243,3 +243,53 @@ fn connect_ssh_agent_key() {
     );
     assert!(err.contains(LOGGED_IN), "{err}");
 }
+
+/// Issue 36, item 6: a board pinned in a system-wide known_hosts (`GlobalKnownHostsFile`,
+/// `/etc/ssh/ssh_known_hosts` by default) with another key is refused as changed, even with
+/// `--accept-new-host-key` (before: kprofctl read only `~/.ssh/known_hosts`, took the board
+/// for unknown and added the attacker's key); a board covered by a `@cert-authority` line is
+/// refused naming it; `ProxyCommand` in the config is an error naming the line.
+#[test]
+fn connect_ssh_global_known_hosts_and_cert_authority() {
+    let (sshd, client) = untrusted_board();
+    let other = Sshd::start("");
+    let global = client.home.path().join("ssh_known_hosts");
+    let pinned = format!("[127.0.0.1]:{} {}", sshd.port, other.host_pub());
+    std::fs::write(&global, format!("{pinned}\n")).unwrap();
+    let config = client.home.path().join(".ssh/config");
+    std::fs::write(
+        &config,
+        format!("Host *\n  GlobalKnownHostsFile {}\n", global.display()),
+    )
+    .unwrap();
+    let (ok, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
+    assert!(!ok);
+    assert!(
+        err.contains("HOST KEY CHANGED") && err.contains(&format!("{} line 1", global.display())),
+        "{err}"
+    );
+    assert!(!client.known_hosts().exists(), "nothing added");
+
+    let ca = format!("@cert-authority [127.0.0.1]:* {}", other.host_pub());
+    std::fs::write(&global, format!("{ca}\n")).unwrap();
+    let (ok, _, err) =
+        outcome(fetch_nope_keyed(&client, &sshd.target()).arg("--accept-new-host-key"));
+    assert!(!ok);
+    assert!(
+        err.contains("trusted through host certificates (@cert-authority at"),
+        "{err}"
+    );
+    assert!(!client.known_hosts().exists(), "nothing added");
+
+    std::fs::write(&config, "Host *\n  ProxyCommand nc %h %p\n").unwrap();
+    let (ok, _, err) = outcome(&mut fetch_nope_keyed(&client, &sshd.target()));
+    assert!(!ok);
+    assert!(
+        err.contains(&format!(
+            "{} line 2: ProxyCommand is not supported",
+            config.display()
+        )),
+        "{err}"
+    );
+}

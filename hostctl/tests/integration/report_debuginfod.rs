@@ -30,14 +30,7 @@ fn moved_built(build: impl Fn(&Path)) -> Moved {
     let capture = tempfile::tempdir().unwrap();
     let served = tempfile::tempdir().unwrap();
     build(&capture.path().join("hotloop"));
-    // -N: perf's own build-id cache (~/.debug) would be a local copy.
-    let out = kprof_test_support::system::perf()
-        .current_dir(capture.path())
-        .args(["record", "-N", "-e", "cpu-clock", "-c", "250000", "-g"])
-        .args(["-o", "perf.data", "./hotloop", "6"])
-        .output()
-        .expect("running perf (Debian's linux-perf)");
-    assert!(out.status.success(), "perf record: {out:?}");
+    record_hotloop(capture.path());
     let build_id = build_id(&capture.path().join("hotloop"));
     std::fs::rename(
         capture.path().join("hotloop"),
@@ -49,6 +42,18 @@ fn moved_built(build: impl Fn(&Path)) -> Moved {
         served,
         build_id,
     }
+}
+
+/// `perf record` of `dir/hotloop` into `dir/perf.data`; `-N`: perf's own build-id cache
+/// (~/.debug) would be a local copy of the binary.
+fn record_hotloop(dir: &Path) {
+    let out = kprof_test_support::system::perf()
+        .current_dir(dir)
+        .args(["record", "-N", "-e", "cpu-clock", "-c", "250000", "-g"])
+        .args(["-o", "perf.data", "./hotloop", "6"])
+        .output()
+        .expect("running perf (Debian's linux-perf)");
+    assert!(out.status.success(), "perf record: {out:?}");
 }
 
 /// kprofctl with only `DEBUGINFOD_URLS` (and a private debuginfod cache) for symbols.
@@ -75,6 +80,22 @@ fn top_function(v: &serde_json::Value) -> (String, String) {
         f["image"].as_str().unwrap_or_default().to_string(),
         f["symbol"].as_str().unwrap_or_default().to_string(),
     )
+}
+
+/// The top function is one of hotloop's loops, with a source line in `hotloop.c` (DWARF
+/// came from somewhere): its image and name.
+fn assert_hot_loop_with_source(v: &serde_json::Value) -> (String, String) {
+    let (image, name) = top_function(v);
+    assert_eq!(image, "hotloop");
+    assert!(name.ends_with("_loop"), "top function {name}");
+    assert!(
+        v["functions"][0]["source"]["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("hotloop.c")),
+        "{}",
+        v["functions"][0]
+    );
+    (image, name)
 }
 
 /// `report PERF_DATA --format json` with `urls`, which must succeed: the JSON and stderr.
@@ -111,16 +132,7 @@ fn report_debuginfod_symbols_only_on_server_resolved() {
         "{text}"
     );
     let v = report_json(&server.url, cache.path(), &m.perf_data());
-    let (image, name) = top_function(&v);
-    assert_eq!(image, "hotloop");
-    assert!(name.ends_with("_loop"), "top function {name}");
-    assert!(
-        v["functions"][0]["source"]["file"]
-            .as_str()
-            .is_some_and(|f| f.ends_with("hotloop.c")),
-        "{}",
-        v["functions"][0]
-    );
+    let (image, name) = assert_hot_loop_with_source(&v);
     assert!(
         server.log().contains(&m.build_id),
         "the server was not asked: {}",
@@ -280,4 +292,84 @@ fn report_debuginfod_executable_only_names_functions() {
             .any(|l| l.contains("no server had") && l.contains(&m.build_id)),
         "{err}"
     );
+}
+
+/// Issue 36, item 14: a program recorded here and stripped in place (its build-id kept), its
+/// debuginfo only on the server: the stripped file matches by build-id, and the server is
+/// still asked for its debuginfo, as perf and gdb ask (before: only vmlinux and the vDSO
+/// were asked for, and the report warned "install their -dbg packages"). With a server that
+/// does not have it, the warning names the image and the servers asked.
+#[test]
+fn report_debuginfod_stripped_local_file_asks_server() {
+    let capture = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    let exe = capture.path().join("hotloop");
+    compile(&exe, false);
+    record_hotloop(capture.path());
+    let id = build_id(&exe);
+    std::fs::copy(&exe, served.path().join("hotloop")).unwrap();
+    let strip = Command::new("strip")
+        .arg("--strip-all")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(strip.status.success(), "{strip:?}");
+    assert_eq!(build_id(&exe), id, "strip keeps the build-id");
+    let perf_data = capture.path().join("perf.data").display().to_string();
+
+    let server = Server::start("-F", &[served.path().to_path_buf()]);
+    let cache = tempfile::tempdir().unwrap();
+    let v = report_json(&server.url, cache.path(), &perf_data);
+    assert_hot_loop_with_source(&v);
+    assert!(
+        server.log().contains(&format!("/buildid/{id}/debuginfo")),
+        "the server was not asked for the stripped file's debuginfo: {}",
+        server.log()
+    );
+    drop(server);
+
+    // A server with another build only (one that indexes nothing never reports ready).
+    let elsewhere = tempfile::tempdir().unwrap();
+    compile(&elsewhere.path().join("hotloop"), true);
+    let other = Server::start("-F", &[elsewhere.path().to_path_buf()]);
+    let (_, err) = report_json_err(&other.url, tempfile::tempdir().unwrap().path(), &perf_data);
+    let asked = format!("(asked {}): ", other.url);
+    assert!(
+        err.lines().any(|l| l.contains("no server had")
+            && l.contains(&asked)
+            && l.contains(&format!("hotloop ({id})"))),
+        "{err}"
+    );
+}
+
+/// Issue 36, item 8: a run asks the servers for at most `KPROF_DEBUGINFOD_MAX_FILES` files
+/// (a capture picks its build-ids: thousands of downloads before); the rest are named in one
+/// warning, and the report still comes.
+#[test]
+fn report_debuginfod_file_count_capped() {
+    let m = moved();
+    let server = Server::start("-F", &[m.served.path().to_path_buf()]);
+    let cache = tempfile::tempdir().unwrap();
+    let home = cache.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = kprofctl_env(
+        &["report", &m.perf_data(), "--format", "json"],
+        &[
+            ("DEBUGINFOD_URLS", &server.url),
+            (
+                "DEBUGINFOD_CACHE_PATH",
+                cache.path().join("debuginfod").to_str().unwrap(),
+            ),
+            ("HOME", home.to_str().unwrap()),
+            ("KPROF_DEBUGINFOD_MAX_FILES", "1"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("file(s) not asked: a run asks for at most 1 (KPROF_DEBUGINFOD_MAX_FILES=1"),
+        "{err}"
+    );
+    let asked = server.log().matches("GET /buildid/").count();
+    assert_eq!(asked, 1, "{}", server.log());
 }

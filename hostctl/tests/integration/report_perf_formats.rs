@@ -218,18 +218,8 @@ fn report_perfarchive_moved_hot_loop_source_line() {
     std::fs::remove_file(dir.join("hotloop")).unwrap();
     let home = tempfile::tempdir().unwrap();
     let report = |extra: &[&str]| {
-        let cache = tempfile::tempdir().unwrap();
-        let out = crate::report_common::kprofctl_command()
-            .current_dir(elsewhere.path())
-            .args(["report", "perf.data", "--format", "json"])
-            .args(extra)
-            .env("HOME", home.path())
-            .env("KPROF_CACHE_DIR", cache.path())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (out, stderr) = report_json_in(elsewhere.path(), home.path(), extra);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         (v, stderr)
     };
     // Without the archive nothing names the workload's functions any more.
@@ -265,4 +255,142 @@ fn report_perfarchive_truncated_fails_clearly() {
         cut.to_str().unwrap(),
     ]);
     crate::report_common::assert_clear_failure(&out, "bad perf archive");
+}
+
+/// A tar member: its path and its size (of zeros).
+type Member = (&'static str, u64);
+
+/// `kprofctl report perf.data --format json ARGS` in `dir` with `HOME` and a private cache,
+/// which must succeed: stdout and stderr.
+fn report_json_in(dir: &Path, home: &Path, args: &[&str]) -> (String, String) {
+    let cache = tempfile::tempdir().unwrap();
+    let out = crate::report_common::kprofctl_command()
+        .current_dir(dir)
+        .args(["report", "perf.data", "--format", "json"])
+        .args(args)
+        .env("HOME", home)
+        .env("KPROF_CACHE_DIR", cache.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
+/// A `perf archive` tarball whose members are `(path, size)` zeros, bzip2-compressed: a few
+/// KiB on disk for tens of MiB unpacked.
+fn zeros_perf_archive(path: &Path, members: &[Member]) {
+    let file = std::fs::File::create(path).unwrap();
+    let bz = bzip2::write::BzEncoder::new(file, bzip2::Compression::best());
+    let mut tar = tar::Builder::new(bz);
+    for (name, size) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(*size);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(&mut h, name, std::io::Read::take(std::io::repeat(0), *size))
+            .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+}
+
+/// Issue 36, item 5: a bzip2 bomb given as `--symbols x.tar.bz2` is refused at
+/// `KPROF_MAX_INPUT_SIZE`, like a capture, and leaves nothing in the cache (before: unpacked
+/// in full into the cache, whatever its size).
+#[test]
+fn report_perfarchive_bomb_limit_named() {
+    let data = crate::report_common::recorded().join("perf.data");
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[Member], &str); 2] = [
+        (
+            "one.tar.bz2",
+            &[("b/1234/elf", 48 << 20)],
+            "member b/1234/elf claims 50331648 bytes",
+        ),
+        (
+            "many.tar.bz2",
+            &[("a/x", 12 << 20), ("a/y", 12 << 20), ("a/z", 12 << 20)],
+            "decompresses to more than it may",
+        ),
+    ];
+    for (name, members, needle) in cases {
+        let bomb = dir.path().join(name);
+        zeros_perf_archive(&bomb, members);
+        assert!(std::fs::metadata(&bomb).unwrap().len() < 64 << 10);
+        let cache = tempfile::tempdir().unwrap();
+        let out = crate::report_common::kprofctl_command()
+            .args(["report", data.to_str().unwrap(), "--symbols"])
+            .arg(&bomb)
+            .env("KPROF_CACHE_DIR", cache.path())
+            .env("KPROF_MAX_INPUT_SIZE", "16M")
+            .output()
+            .unwrap();
+        crate::report_common::assert_clear_failure(&out, needle);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("KPROF_MAX_INPUT_SIZE"),
+            "the message says how to raise it"
+        );
+        let left: u64 = walk_sizes(cache.path());
+        assert!(left < 1 << 20, "{left} bytes left in the cache");
+    }
+}
+
+fn walk_sizes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                walk_sizes(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+/// Issue 36, item 3: the DWARF of a symbol file from a perf archive names a file of this host
+/// (here the compiled source, overwritten with a secret after the recording, standing for
+/// `~/.ssh/id_ed25519`): `--annotate` does not read it and says why (before: its text landed
+/// in the report); a root the user names with `--source-prefix` is read as before.
+#[test]
+fn report_perfarchive_source_paths_not_read_from_host() {
+    let dir = tempfile::Builder::new()
+        .prefix("kprof-foreign-src-")
+        .tempdir()
+        .unwrap();
+    let src_dir = dir.path().join("src");
+    std::fs::create_dir(&src_dir).unwrap();
+    let src = src_dir.join("hotloop.c");
+    std::fs::copy(crate::report_common::source(), &src).unwrap();
+    kprof_test_support::cc(
+        &["-g", "-O1", "-fno-omit-frame-pointer"],
+        &src,
+        &dir.path().join("hotloop"),
+    );
+    let mut args = RECORD.to_vec();
+    args.extend(["-o", "perf.data", "./hotloop", "8"]);
+    perf(dir.path(), &args);
+    perf(dir.path(), &["archive", "perf.data"]);
+    std::fs::remove_file(dir.path().join("hotloop")).unwrap();
+    let lines = std::fs::read_to_string(&src).unwrap().lines().count();
+    std::fs::write(&src, "SECRET-KEY-MATERIAL\n".repeat(lines)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let report = |extra: &[&str]| {
+        let mut args = vec!["--annotate", "hot_loop", "--symbols", "perf.data.tar.bz2"];
+        args.extend_from_slice(extra);
+        report_json_in(dir.path(), home.path(), &args).0
+    };
+    let json = report(&[]);
+    assert!(json.contains("hot_loop"), "{json}");
+    assert!(
+        !json.contains("SECRET-KEY-MATERIAL"),
+        "the host file was read"
+    );
+    assert!(json.contains("not read from this host"), "{json}");
+    let root = format!("{}={}", src_dir.display(), src_dir.display());
+    let json = report(&["--source-prefix", &root]);
+    assert!(json.contains("SECRET-KEY-MATERIAL"), "a named root is read");
 }

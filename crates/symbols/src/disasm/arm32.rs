@@ -29,7 +29,9 @@ pub(super) fn decode(bytes: &[u8], addr: u64, runs: &[(u64, ArmMode)]) -> Vec<De
 
 /// A32 words; a tail of fewer than 4 bytes is `(bad)`.
 fn decode_a32(bytes: &[u8], addr: u64, out: &mut Vec<Decoded>) {
-    let d = InstDecoder::default();
+    // Nonconforming encodings are `(bad)`: yaxpeax-arm 0.5 accepts an LDRD/STRD with Rt = 15
+    // and then panics making its Rt + 1 (a fuzzer find: `0x0000ffff`).
+    let d = InstDecoder::default().allow_nonconforming(false);
     for (i, word) in bytes.chunks(4).enumerate() {
         let text = match d.decode(&mut U8Reader::new(word)) {
             Ok(inst) if word.len() == 4 => {
@@ -312,6 +314,25 @@ mod tests {
 
     /// Thumb: 16- and 32-bit instructions get their lengths, an `ite` block its conditions
     /// (and its 16-bit `subs` loses the `s`), a cut or undefined one is `(bad)`.
+    /// Fuzzer find (issue 36's 600 s runs): LDRD/STRD words with Rt = 15 made yaxpeax-arm
+    /// panic (`register number out of range`); they are `(bad)` now, real code still decodes.
+    #[test]
+    fn decode_a32_ldrd_rt15_bad_not_panic() {
+        for w in [
+            0x0000_ffffu32,
+            0x0000_fff1,
+            0x0001_ffff,
+            0x016f_ffff,
+            0x0000_f2ff,
+        ] {
+            let out = decode(&w.to_le_bytes(), 0x1000, &[]);
+            assert_eq!(out[0].2, "(bad)", "{w:#010x}");
+        }
+        // ldrd r2, r3, [r0]: e1c020d0
+        let out = decode(&0xe1c0_20d0u32.to_le_bytes(), 0x1000, &[]);
+        assert!(out[0].2.starts_with("ldrd"), "{out:?}");
+    }
+
     #[test]
     fn decode_arm32_thumb_lengths_it_block_bad() {
         // cmp r0, r1; ite gt; subs r0, r0, r1; subs r0, r1, r0; ldr.w ip, [pc, #36];

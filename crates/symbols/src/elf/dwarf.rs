@@ -149,8 +149,13 @@ pub(super) enum DwarfError {
     Parse(gimli::Error),
 }
 
-/// What a lookup needs of a file's DWARF: its context, and the build trees it names.
-pub(super) type Loaded = (addr2line::Context<Reader>, Vec<String>);
+/// What a lookup needs of a file's DWARF: its context, the build trees it names, and the
+/// guard against units nested too deep for addr2line.
+pub(super) type Loaded = (
+    addr2line::Context<Reader>,
+    Vec<String>,
+    super::die_depth::DepthGuard,
+);
 
 /// The DWARF of `obj` (mapped at `map`), `None` when it has no `.debug_info`; a relocatable
 /// file's debug sections relocated with `reloc` first.
@@ -164,8 +169,9 @@ pub(super) fn load(
     }
     let d = load_dwarf(obj, map, reloc)?;
     let roots = build_trees(&d);
+    let guard = super::die_depth::DepthGuard::new(load_dwarf(obj, map, reloc)?);
     let context = addr2line::Context::from_dwarf(d).map_err(DwarfError::Parse)?;
-    Ok(Some((context, roots)))
+    Ok(Some((context, roots, guard)))
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! `sh_addr` of a `.ko` is ignored: the module loader ignores it too.
 
 mod decl;
+mod die_depth;
+pub use die_depth::MAX_DIE_DEPTH;
 mod dwarf;
 mod layout;
 mod mapping;
@@ -75,6 +77,8 @@ pub struct SymbolFile {
     pub source_roots: Vec<String>,
     symbols: SymbolTable,
     dwarf: Option<addr2line::Context<Reader>>,
+    /// Which units addr2line may parse functions of ([`die_depth`]).
+    depth: Option<die_depth::DepthGuard>,
     layout: Layout,
     map: Rc<memmap2::Mmap>,
     /// The split debug file's mapping, when DWARF came from one.
@@ -97,12 +101,41 @@ impl std::fmt::Debug for SymbolFile {
     }
 }
 
-/// Maps a file read-only.
+/// A symbol file's bytes, read-only: mapped when only the user (or root) can change the file,
+/// else copied into memory. A mapped file that someone truncates kills the reader with
+/// SIGBUS at its next access, so a file another user can write (or owns, and so can make
+/// writable) is read instead. Only a regular file is opened for reading (`O_NONBLOCK`: a
+/// FIFO put where a symbol file was cannot block).
 pub fn map_file(path: &Path) -> Result<memmap2::Mmap> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    // SAFETY: the mapping is read-only and private; a symbol file changed underneath us while
-    // reporting gives wrong symbols at worst, as with any other reader of it.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::io(path, std::io::Error::other("not a regular file")));
+    }
+    if meta.len() == 0 || only_user_can_change(&meta) {
+        // SAFETY: the mapping is read-only and private, of a file only this user or root can
+        // truncate or rewrite; a change made meanwhile gives wrong symbols at worst.
+        return unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e));
+    }
+    let len = usize::try_from(meta.len())
+        .map_err(|_| Error::io(path, std::io::Error::other("too large to read")))?;
+    let mut copy = memmap2::MmapMut::map_anon(len).map_err(|e| Error::io(path, e))?;
+    std::io::Read::read_exact(&mut file, &mut copy[..]).map_err(|e| Error::io(path, e))?;
+    copy.make_read_only().map_err(|e| Error::io(path, e))
+}
+
+/// Whether nobody but this user and root can truncate or rewrite the file: owned by one of
+/// them and not writable by group or others.
+fn only_user_can_change(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    (meta.uid() == euid || meta.uid() == 0) && meta.mode() & 0o022 == 0
 }
 
 impl SymbolFile {
@@ -128,13 +161,13 @@ impl SymbolFile {
         let dwarf_obj = debug_obj.as_ref().unwrap_or(&obj);
         let has_lines = dwarf_obj.section_by_name(".debug_line").is_some();
         let dwarf_addr = section_addresses(dwarf_obj, placement);
-        let (dwarf, source_roots) = match dwarf::load(
+        let (dwarf, source_roots, depth) = match dwarf::load(
             dwarf_obj,
             debug_map.as_ref().unwrap_or(&map),
             relocatable.then_some(&dwarf_addr),
         ) {
-            Ok(Some((context, roots))) => (Some(context), roots),
-            Ok(None) => (None, Vec::new()),
+            Ok(Some((context, roots, guard))) => (Some(context), roots, Some(guard)),
+            Ok(None) => (None, Vec::new(), None),
             Err(e) => return Err(bad_elf(debug.unwrap_or(path), format!("DWARF: {e}"))),
         };
         Ok(Self {
@@ -151,6 +184,7 @@ impl SymbolFile {
             source_roots,
             symbols,
             dwarf,
+            depth,
             layout,
             map: map.clone(),
         })
@@ -241,6 +275,9 @@ impl SymbolFile {
     pub fn declaration(&self, addr: u64) -> Option<(String, u32)> {
         let addr = self.code_address(addr);
         let ctx = self.dwarf_at(addr)?;
+        if !self.functions_readable(addr) {
+            return None;
+        }
         let unit = ctx.find_dwarf_and_unit(addr).skip_all_loads()?;
         decl::declaration(unit, addr)
     }
@@ -250,6 +287,17 @@ impl SymbolFile {
     /// capture can make a sample land there).
     fn dwarf_at(&self, addr: u64) -> Option<&addr2line::Context<Reader>> {
         self.dwarf.as_ref().filter(|_| addr != u64::MAX)
+    }
+
+    /// Whether addr2line may parse the functions (and their inlined calls) of the units
+    /// covering `addr`: not when one nests DIEs deeper than [`die_depth::MAX_DIE_DEPTH`].
+    fn functions_readable(&self, addr: u64) -> bool {
+        self.depth.as_ref().is_some_and(|g| g.allows(addr))
+    }
+
+    /// How many compilation units were found nested too deep to read their functions.
+    pub fn units_too_deep(&self) -> usize {
+        self.depth.as_ref().map_or(0, |g| g.too_deep())
     }
 
     /// Every line-table row in `[start, end)`: `(address, file, line)`, sorted by address.
@@ -277,7 +325,10 @@ impl SymbolFile {
         let addr = self.code_address(addr);
         let sym = self.symbol_at(addr);
         let mut out = Vec::new();
-        if let Some(ctx) = self.dwarf_at(addr) {
+        if let Some(ctx) = self
+            .dwarf_at(addr)
+            .filter(|_| self.functions_readable(addr))
+        {
             if let Ok(mut iter) = ctx.find_frames(addr).skip_all_loads() {
                 while let Ok(Some(f)) = iter.next() {
                     let name = f

@@ -179,3 +179,82 @@ fn open_elf_damaged_compressed_dwarf_error_names_section() {
     let want = format!("{}: bad ELF file: DWARF: .debug_info: ", file.display());
     assert!(e.to_string().starts_with(&want), "{e}");
 }
+
+/// A shared object whose one function `f` carries `levels` nested `DW_TAG_inlined_subroutine`
+/// DIEs (no attributes, two bytes a level), written as assembly and linked by gcc.
+pub(crate) fn deep_inline_so(dir: &Path, levels: usize) -> PathBuf {
+    let mut s = String::from(
+        ".text\n.globl f\n.type f,@function\nf:\n.fill 64,1,0x90\nret\n.size f,.-f\nf_end:\n\
+         .section .debug_abbrev,\"\",@progbits\n\
+         .uleb128 1\n.uleb128 0x11\n.byte 1\n.uleb128 0x11\n.uleb128 0x01\n.uleb128 0x12\n.uleb128 0x01\n.byte 0,0\n\
+         .uleb128 2\n.uleb128 0x2e\n.byte 1\n.uleb128 0x11\n.uleb128 0x01\n.uleb128 0x12\n.uleb128 0x01\n.uleb128 0x03\n.uleb128 0x08\n.byte 0,0\n\
+         .uleb128 3\n.uleb128 0x1d\n.byte 1\n.byte 0,0\n\
+         .byte 0\n\
+         .section .debug_info,\"\",@progbits\n\
+         .4byte 2f-1f\n1:\n.2byte 4\n.4byte 0\n.byte 8\n\
+         .uleb128 1\n.8byte f\n.8byte f_end\n\
+         .uleb128 2\n.8byte f\n.8byte f_end\n.asciz \"f\"\n",
+    );
+    s.push_str(&format!(".rept {levels}\n.uleb128 3\n.endr\n"));
+    s.push_str(&format!(".rept {levels}\n.byte 0\n.endr\n"));
+    s.push_str(".byte 0\n.byte 0\n2:\n");
+    std::fs::write(dir.join("deep.s"), s).unwrap();
+    let out = dir.join("deep.so");
+    let status = Command::new("gcc")
+        .args(["-shared", "-nostdlib", "-o"])
+        .arg(&out)
+        .arg(dir.join("deep.s"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "gcc on deep.s");
+    out
+}
+
+/// Issue 36, item 4: 60,000 nested inlined calls made addr2line recurse once per level until
+/// the stack overflowed and the process aborted. The unit is refused before addr2line sees
+/// it: `f` still gets its name from the symbol table, and the file counts one unit too deep.
+#[test]
+fn frames_deep_inline_nesting_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let so = deep_inline_so(dir.path(), 60_000);
+    let file = SymbolFile::open(&so, None, None).unwrap();
+    let f = file.symbol_address("f").expect("f in the symbol table");
+    let frames = file.frames(f + 4);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].name.as_deref(), Some("f"));
+    assert_eq!(file.declaration(f + 4), None);
+    assert_eq!(file.units_too_deep(), 1);
+    // Shallow nesting is read as before.
+    let shallow = deep_inline_so(dir.path(), 3);
+    let file = SymbolFile::open(&shallow, None, None).unwrap();
+    let f = file.symbol_address("f").unwrap();
+    let _ = file.frames(f + 4);
+    assert_eq!(file.units_too_deep(), 0);
+}
+
+/// Issue 36, item 10: a symbol file another user owns is read, not mapped: truncating it
+/// afterwards (what that user can do at any time) cannot kill the reader with SIGBUS
+/// (before: the next access to the mapping did). A FIFO is refused at once.
+#[test]
+fn map_file_foreign_file_survives_truncation() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, prog) = build(&["-g", "-O1"], "prog");
+    let copy = dir.path().join("prog");
+    std::fs::copy(&prog, &copy).unwrap();
+    if std::fs::metadata(&copy).unwrap().uid() != 0 {
+        return; // giving the file to another user needs root (CI runs as root)
+    }
+    std::os::unix::fs::chown(&copy, Some(65534), None).unwrap();
+    let map = map_file(&copy).unwrap();
+    let len = map.len();
+    std::fs::File::create(&copy).unwrap(); // truncated to 0 bytes
+    let sum: u64 = map.iter().map(|&b| u64::from(b)).sum();
+    assert!(sum > 0 && map.len() == len);
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let err = map_file(&fifo).unwrap_err().to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+}

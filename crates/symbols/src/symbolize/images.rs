@@ -101,8 +101,18 @@ impl<'a> ImageLoader<'a> {
                                 "{name}: {} is stripped: no function symbols",
                                 f.path.display()
                             ));
-                        } else {
+                        } else if self.sources.providers.is_empty() {
                             note_image(profile, STRIPPED, &name);
+                        } else {
+                            let asked: Vec<String> =
+                                self.sources.providers.iter().map(|p| p.name()).collect();
+                            let kind = format!(
+                                "user images stripped (no function symbols, and no debuginfo \
+                                 for them from {}; install their -dbg packages or add \
+                                 unstripped files with --symbols)",
+                                asked.join(", ")
+                            );
+                            note_image(profile, &kind, &name);
                         }
                     } else if !f.has_lines {
                         if image.kernel {

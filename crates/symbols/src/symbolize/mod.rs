@@ -83,6 +83,11 @@ pub struct Options {
     pub host_kernel: Option<HostKernel>,
     /// `(old, new)` prefixes rewritten in source paths.
     pub source_prefix: Vec<(String, String)>,
+    /// Directories of symbol files that came from elsewhere (unpacked perf archives, the
+    /// debuginfod cache): the absolute source paths their debug info names are not read from
+    /// this host's disk, only below the directory itself or a `source_prefix` new root (and
+    /// from the providers).
+    pub foreign_roots: Vec<PathBuf>,
     /// Asked, in order, for the symbol files and sources none of the places above has
     /// (kprofctl's debuginfod client).
     pub providers: Vec<Arc<dyn SymbolProvider>>,
@@ -150,15 +155,23 @@ pub fn symbolize(capture: &Path, symbol_paths: &[PathBuf]) -> Result<Profile> {
 }
 
 impl crate::annotate::SourceReader for Symbolizer {
-    /// This host's disk, then the symbol providers.
+    /// This host's disk, then the symbol providers. For a symbol file from elsewhere the
+    /// disk is read only below its own directory or a `--source-prefix` root.
     fn read_source(
         &self,
         build_id: Option<&str>,
         path: &str,
     ) -> Result<String, crate::provider::Unavailable> {
-        let disk = match std::fs::read_to_string(path) {
-            Ok(text) => return Ok(text),
-            Err(e) => e.to_string(),
+        let disk = match self.foreign_root(build_id) {
+            Some(root) if !self.named_source_root(Path::new(path), &root) => format!(
+                "not read from this host: the symbol file came from {} and names this path \
+                 itself",
+                root.display()
+            ),
+            _ => match crate::source_file::read(Path::new(path)) {
+                Ok(text) => return Ok(text),
+                Err(e) => e.0,
+            },
         };
         match build_id {
             Some(id) if !self.sources.providers.is_empty() => self
@@ -167,6 +180,43 @@ impl crate::annotate::SourceReader for Symbolizer {
                 .map_err(|why| crate::provider::Unavailable(format!("{disk}; {why}"))),
             _ => Err(crate::provider::Unavailable(disk)),
         }
+    }
+}
+
+impl Symbolizer {
+    /// The foreign root ([`Options::foreign_roots`]) the symbol file of `build_id` is in.
+    fn foreign_root(&self, build_id: Option<&str>) -> Option<PathBuf> {
+        let id = build_id?;
+        let file = self
+            .files
+            .iter()
+            .flatten()
+            .find(|f| f.build_id.as_deref() == Some(id))?;
+        let paths = std::iter::once(&file.path).chain(file.debug_path.as_ref());
+        for p in paths {
+            let real = p.canonicalize().unwrap_or_else(|_| p.clone());
+            for root in &self.opts.foreign_roots {
+                let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+                if p.starts_with(root) || real.starts_with(&real_root) {
+                    return Some(root.clone());
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `path` is below `root` (an unpacked archive's own files) or a root the user
+    /// named with `--source-prefix OLD=NEW`.
+    fn named_source_root(&self, path: &Path, root: &Path) -> bool {
+        let mut roots: Vec<&Path> = self
+            .opts
+            .source_prefix
+            .iter()
+            .map(|(_, new)| Path::new(new.as_str()))
+            .filter(|r| !r.as_os_str().is_empty())
+            .collect();
+        roots.push(root);
+        crate::source_file::is_below(path, &roots)
     }
 }
 
@@ -214,8 +264,22 @@ impl Symbolizer {
         records::read_perf_data(&mut st, capture, progress)?;
         st.profile.warnings.extend(self.sources.provider_warnings());
         let State {
-            profile, images, ..
+            mut profile,
+            images,
+            ..
         } = st;
+        for f in images.files.iter().flatten() {
+            let deep = f.units_too_deep();
+            if deep > 0 {
+                profile.warnings.push(format!(
+                    "{}: {deep} compilation unit(s) nest DWARF entries deeper than {} levels: \
+                     their inlined calls and declarations are not read (function names and \
+                     lines still are)",
+                    f.debug_path.as_ref().unwrap_or(&f.path).display(),
+                    crate::elf::MAX_DIE_DEPTH
+                ));
+            }
+        }
         self.files = images.files;
         Ok(profile)
     }

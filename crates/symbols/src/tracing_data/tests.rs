@@ -208,3 +208,12 @@ fn decode_fields_sizes_arrays_endianness() {
     bad[7] = 200;
     assert_eq!(text(&bad, false)[3], "?");
 }
+
+/// Fuzzer find (issue 36's 600 s runs): a field declaration whose last white space is a
+/// multi-byte character (U+3000) was sliced inside it; it splits at the character now.
+#[test]
+fn parse_field_multibyte_whitespace_no_panic() {
+    let f = parse_field("field:int\u{3000}pid;\toffset:4;\tsize:4;\tsigned:1;").unwrap();
+    assert_eq!((f.type_text.as_str(), f.name.as_str()), ("int", "pid"));
+    assert_eq!((f.offset, f.size, f.signed), (4, 4, true));
+}
