@@ -21,25 +21,44 @@ const S_ISVTX: u32 = 0o1000;
 pub fn check(dir: &Path) -> Result<(), Error> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
-    let mut first = true;
-    for d in dir.ancestors() {
+    match first_fault(dir, euid, true)? {
+        None => Ok(()),
+        Some((d, md, why)) => Err(Error::Other(format!(
+            "capture dir {} is not safe to use as {}: {} {why} (owner uid {}, mode {:04o}); \
+             another local user could plant or replace files in it. Use a directory only \
+             this user can write, such as the default /var/lib/kprof/captures",
+            dir.display(),
+            as_whom(euid),
+            d.display(),
+            md.uid(),
+            md.mode() & 0o7777
+        ))),
+    }
+}
+
+/// The first dir of the canonical `target`'s chain (itself, then each one above) that fails
+/// [`fault`], with its metadata and why; `own`: `target` is the capture dir itself.
+fn first_fault(
+    target: &Path,
+    euid: u32,
+    own: bool,
+) -> Result<Option<(&Path, fs::Metadata, &'static str)>, Error> {
+    for (i, d) in target.ancestors().enumerate() {
         let md = fs::symlink_metadata(d)
             .map_err(|e| Error::io(format!("cannot check capture dir {}", d.display()), e))?;
-        if let Some(why) = fault(&md, euid, first) {
-            return Err(Error::Other(format!(
-                "capture dir {} is not safe to use as {}: {} {why} (owner uid {}, mode {:04o}); \
-                 another local user could plant or replace files in it. Use a directory only \
-                 this user can write, such as the default /var/lib/kprof/captures",
-                dir.display(),
-                if euid == 0 { "root" } else { "this user" },
-                d.display(),
-                md.uid(),
-                md.mode() & 0o7777
-            )));
+        if let Some(why) = fault(&md, euid, own && i == 0) {
+            return Ok(Some((d, md, why)));
         }
-        first = false;
     }
-    Ok(())
+    Ok(None)
+}
+
+fn as_whom(euid: u32) -> &'static str {
+    if euid == 0 {
+        "root"
+    } else {
+        "this user"
+    }
 }
 
 /// Makes the capture dir `dir` (0700, missing parents too) and returns its canonical path,
@@ -84,7 +103,7 @@ fn step(next: &Path, euid: u32, dir: &Path) -> Result<PathBuf, Error> {
             Ok(md) => md,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Only below a directory others cannot write (or a sticky one, where they
-                // cannot replace what we make): `cur` was checked as such.
+                // cannot replace what we make): the one holding it was checked as such.
                 match fs::DirBuilder::new().mode(0o700).create(next) {
                     Ok(()) => return Ok(next.to_path_buf()),
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -110,15 +129,18 @@ fn step(next: &Path, euid: u32, dir: &Path) -> Result<PathBuf, Error> {
                     next,
                     &md,
                     "is a symbolic link owned by another user",
+                    euid,
                 ));
             }
             let target = fs::canonicalize(next)
                 .map_err(|e| Error::io(format!("cannot use capture dir {}", next.display()), e))?;
-            check_chain(&target, euid, dir)?;
+            if let Some((d, md, why)) = first_fault(&target, euid, false)? {
+                return Err(unsafe_to_create(dir, d, &md, why, euid));
+            }
             return Ok(target);
         }
         if let Some(why) = fault(&md, euid, false) {
-            return Err(unsafe_to_create(dir, next, &md, why));
+            return Err(unsafe_to_create(dir, next, &md, why, euid));
         }
         return Ok(next.to_path_buf());
     }
@@ -130,31 +152,17 @@ fn step(next: &Path, euid: u32, dir: &Path) -> Result<PathBuf, Error> {
 }
 
 /// The refusal of capture dir `dir` because of `at`.
-fn unsafe_to_create(dir: &Path, at: &Path, md: &fs::Metadata, why: &str) -> Error {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+fn unsafe_to_create(dir: &Path, at: &Path, md: &fs::Metadata, why: &str, euid: u32) -> Error {
     Error::Other(format!(
         "capture dir {} is not safe to create as {}: {} {why} (owner uid {}, mode {:04o}); \
          another local user could have planted it. Use a directory only this user can write, \
          such as the default /var/lib/kprof/captures",
         dir.display(),
-        if euid == 0 { "root" } else { "this user" },
+        as_whom(euid),
         at.display(),
         md.uid(),
         md.mode() & 0o7777
     ))
-}
-
-/// Every dir of the canonical `target` and above passes as a dir above the capture dir.
-fn check_chain(target: &Path, euid: u32, dir: &Path) -> Result<(), Error> {
-    for d in target.ancestors() {
-        let md = fs::symlink_metadata(d)
-            .map_err(|e| Error::io(format!("cannot check capture dir {}", d.display()), e))?;
-        if let Some(why) = fault(&md, euid, false) {
-            return Err(unsafe_to_create(dir, d, &md, why));
-        }
-    }
-    Ok(())
 }
 
 /// What is wrong with one dir of the chain: `own` is the capture dir itself, which must not

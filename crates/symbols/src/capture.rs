@@ -183,7 +183,7 @@ impl Capture {
     /// claiming more fails at its header, a stream inflating past it fails as it does.
     fn read_archive(path: &Path, r: impl Read, unpack: Unpack, max_input: u64) -> Result<Self> {
         let hit = Rc::new(Cell::new(false));
-        let gz = Limited {
+        let gz = crate::limits::Limited {
             inner: flate2::read::GzDecoder::new(r),
             left: max_input,
             hit: hit.clone(),
@@ -352,26 +352,6 @@ fn check_perf_data(
             format!("perf.data's SHA-256 is {sha}, the manifest recorded {recorded} (corrupted)"),
         )),
         _ => Ok(()),
-    }
-}
-
-/// A reader that fails once more than `left` bytes came through, and says so in `hit`: the
-/// tar reader wraps the errors of its input, so the flag tells the limit from damage.
-struct Limited<R> {
-    inner: R,
-    left: u64,
-    hit: Rc<Cell<bool>>,
-}
-
-impl<R: Read> Read for Limited<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n as u64 > self.left {
-            self.hit.set(true);
-            return Err(std::io::Error::other("decompressed size limit reached"));
-        }
-        self.left -= n as u64;
-        Ok(n)
     }
 }
 

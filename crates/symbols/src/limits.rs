@@ -7,6 +7,9 @@
 //! the environment variable [`ENV`] (`KPROF_MAX_INPUT_SIZE=8G`).
 
 use crate::error::{Error, Result};
+use std::cell::Cell;
+use std::io::Read;
+use std::rc::Rc;
 
 /// The environment variable that sets [`max_input_size`].
 pub const ENV: &str = "KPROF_MAX_INPUT_SIZE";
@@ -86,6 +89,26 @@ fn human_arg(n: u64) -> String {
         .replace(" TiB", "T")
         .replace(" KiB", "K")
         .replace(" bytes", "")
+}
+
+/// A reader that fails once more than `left` bytes came through, and says so in `hit`: the
+/// tar reader wraps the errors of its input, so the flag tells the limit from damage.
+pub(crate) struct Limited<R> {
+    pub(crate) inner: R,
+    pub(crate) left: u64,
+    pub(crate) hit: Rc<Cell<bool>>,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            self.hit.set(true);
+            return Err(std::io::Error::other("decompressed size limit reached"));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]

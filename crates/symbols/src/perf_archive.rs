@@ -88,13 +88,12 @@ pub const MAX_MEMBERS: usize = 100_000;
 /// is left is refused before any of it is written.
 pub fn unpack_members(tar: impl Read, dir: &Path, archive: &Path, limit: u64) -> Result<usize> {
     let over = Rc::new(Cell::new(false));
-    let counted = Counted {
+    let limited = crate::limits::Limited {
         inner: tar,
-        read: 0,
-        limit,
-        over: Rc::clone(&over),
+        left: limit,
+        hit: Rc::clone(&over),
     };
-    let mut tar = tar::Archive::new(counted);
+    let mut tar = tar::Archive::new(limited);
     let mut files = 0usize;
     let mut written = 0u64;
     for (n, entry) in tar.entries().map_err(|e| bad(archive, e))?.enumerate() {
@@ -134,8 +133,8 @@ pub fn unpack_members(tar: impl Read, dir: &Path, archive: &Path, limit: u64) ->
     Ok(files)
 }
 
-/// The error of reading the stream: past the limit when [`Counted`] said so (`over`; the
-/// tar reader wraps the I/O error in its own).
+/// The error of reading the stream: past the limit when [`crate::limits::Limited`] said so
+/// (`over`; the tar reader wraps the I/O error in its own).
 fn read_error(archive: &Path, e: std::io::Error, over: bool, limit: u64) -> Error {
     if over {
         Error::TooLarge {
@@ -145,27 +144,5 @@ fn read_error(archive: &Path, e: std::io::Error, over: bool, limit: u64) -> Erro
         }
     } else {
         bad(archive, e)
-    }
-}
-
-/// A reader that fails, and sets `over`, once more than `limit` bytes came through it.
-struct Counted<R> {
-    inner: R,
-    read: u64,
-    limit: u64,
-    over: Rc<Cell<bool>>,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read = self.read.saturating_add(n as u64);
-        if self.read > self.limit {
-            self.over.set(true);
-            return Err(std::io::Error::other(
-                "decompressed past the input size limit",
-            ));
-        }
-        Ok(n)
     }
 }
