@@ -103,29 +103,51 @@ pub fn own_dir(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Why [`open_regular`] gave no file.
+#[derive(Debug)]
+pub enum NotOpened {
+    /// Opening or reading its metadata failed.
+    Io(std::io::Error),
+    /// It is no regular file: what it is instead.
+    Refused(&'static str),
+}
+
+/// `path` opened with `options` plus `O_NOFOLLOW|O_NONBLOCK` (a link planted under its name
+/// is not followed, a FIFO not waited on), with its metadata, when it is a regular file.
+pub fn open_regular(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+) -> Result<(std::fs::File, std::fs::Metadata), NotOpened> {
+    let file = options
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => NotOpened::Refused("it is a symbolic link"),
+            _ => NotOpened::Io(e),
+        })?;
+    let meta = file.metadata().map_err(NotOpened::Io)?;
+    if !meta.is_file() {
+        return Err(NotOpened::Refused("it is not a regular file"));
+    }
+    Ok((file, meta))
+}
+
 /// `path` opened for appending (a resumable download), created 0600 when missing. An
 /// existing one must be a regular file of the user's with one link: a symlink or a hard
 /// link planted under its name is refused, never appended to.
 pub fn open_append_own(path: &Path) -> anyhow::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => anyhow::anyhow!(
-                "refusing to write {}: it is a symbolic link",
-                path.display()
-            ),
-            _ => anyhow::Error::new(e).context(format!("cannot open {}", path.display())),
-        })?;
-    let m = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?;
-    let why = if !m.is_file() {
-        "it is not a regular file".to_string()
-    } else if m.uid() != effective_uid() {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true).mode(0o600);
+    let (file, m) = match open_regular(path, &mut options) {
+        Ok(opened) => opened,
+        Err(NotOpened::Refused(why)) => {
+            anyhow::bail!("refusing to write {}: {why}", path.display())
+        }
+        Err(NotOpened::Io(e)) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot open {}", path.display())))
+        }
+    };
+    let why = if m.uid() != effective_uid() {
         format!("it is owned by uid {}, not you", m.uid())
     } else if m.nlink() != 1 {
         format!("it has {} hard links", m.nlink())

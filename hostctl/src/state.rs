@@ -1,10 +1,10 @@
 //! What kprofctl remembers between commands in a project directory: `.kprof/state.toml` in the
 //! current directory (the last board used, where its agent is, where its captures go).
 
+use crate::files::NotOpened;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// The state file, relative to the current directory.
@@ -42,28 +42,22 @@ impl State {
     pub fn load_in(dir: &Path) -> anyhow::Result<State> {
         let path = dir.join(STATE_FILE);
         let parent = path.parent().unwrap_or(dir);
-        if !parent.exists() && std::fs::symlink_metadata(parent).is_err() {
+        if std::fs::symlink_metadata(parent).is_err() {
             return Ok(State::default());
         }
         crate::files::own_dir(parent)?;
-        let opened = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path);
-        let mut file = match opened {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::default()),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                anyhow::bail!("refusing to read {}: it is a symbolic link", path.display())
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        let mut file = match crate::files::open_regular(&path, &mut options) {
+            Ok((f, _)) => f,
+            Err(NotOpened::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(State::default())
             }
-            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+            Err(NotOpened::Refused(why)) => {
+                anyhow::bail!("refusing to read {}: {why}", path.display())
+            }
+            Err(NotOpened::Io(e)) => anyhow::bail!("cannot read {}: {e}", path.display()),
         };
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            anyhow::bail!(
-                "refusing to read {}: it is not a regular file",
-                path.display()
-            );
-        }
         let mut text = String::new();
         file.by_ref()
             .take(MAX_STATE_SIZE)

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The file name searched for.
@@ -111,19 +111,12 @@ pub fn read_trusted(path: &Path, uid: u32) -> Result<String, String> {
             d.mode() & 0o7777
         ));
     }
-    // O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: a FIFO cannot hang us.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => "it is a symbolic link".to_string(),
-            _ => e.to_string(),
-        })?;
-    let m = file.metadata().map_err(|e| e.to_string())?;
-    if !m.file_type().is_file() {
-        return Err("it is not a regular file".into());
-    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    let (mut file, m) = crate::files::open_regular(path, &mut options).map_err(|e| match e {
+        crate::files::NotOpened::Refused(why) => why.to_string(),
+        crate::files::NotOpened::Io(e) => e.to_string(),
+    })?;
     if !trusted_owner(m.uid()) {
         return Err(format!("it is owned by uid {}, not you", m.uid()));
     }
