@@ -13,17 +13,24 @@ use std::path::{Component, Path};
 /// them, are under 10 MiB).
 pub const MAX_SOURCE_SIZE: u64 = 16 << 20;
 
-/// The text of the regular file `path`; the error says why not.
-pub fn read(path: &Path) -> Result<String, Unavailable> {
-    let mut file = std::fs::OpenOptions::new()
+/// `path` opened for reading, with its metadata, when it is a regular file: opened without
+/// blocking (`O_NONBLOCK`, a FIFO answers at once) and without becoming a controlling
+/// terminal, then checked with `fstat`. Symbol files are opened this way too.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| Unavailable(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| Unavailable(e.to_string()))?;
+        .open(path)?;
+    let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(Unavailable("not a regular file".into()));
+        return Err(std::io::Error::other("not a regular file"));
     }
+    Ok((file, meta))
+}
+
+/// The text of the regular file `path`; the error says why not.
+pub fn read(path: &Path) -> Result<String, Unavailable> {
+    let (mut file, meta) = open_regular(path).map_err(|e| Unavailable(e.to_string()))?;
     if meta.len() > MAX_SOURCE_SIZE {
         return Err(Unavailable(format!(
             "{} bytes, over the {MAX_SOURCE_SIZE}-byte limit for a source file",

@@ -107,16 +107,8 @@ impl std::fmt::Debug for SymbolFile {
 /// writable) is read instead. Only a regular file is opened for reading (`O_NONBLOCK`: a
 /// FIFO put where a symbol file was cannot block).
 pub fn map_file(path: &Path) -> Result<memmap2::Mmap> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(Error::io(path, std::io::Error::other("not a regular file")));
-    }
+    let (mut file, meta) =
+        crate::source_file::open_regular(path).map_err(|e| Error::io(path, e))?;
     if meta.len() == 0 || only_user_can_change(&meta) {
         // SAFETY: the mapping is read-only and private, of a file only this user or root can
         // truncate or rewrite; a change made meanwhile gives wrong symbols at worst.
