@@ -128,12 +128,14 @@ impl Sources {
         if let Err(why) = check_build_id(id) {
             return Lookup::Missing(format!("the recorded build-id {id:?} {why}"));
         }
-        if let Some(found) = self.find_here(id, recorded_path) {
+        if let Some((found, dwarf)) = self.find_here_dwarf(id, recorded_path) {
             // A stripped file here (no DWARF, no split debug file found): the providers may
             // have its debuginfo, as perf and gdb ask debuginfod for it.
-            return match stripped_path(&found) {
-                Some(path) => self.provided_debuginfo(id, path).unwrap_or(found),
-                None => found,
+            return match &found {
+                Lookup::Found { path, .. } if !dwarf => {
+                    self.provided_debuginfo(id, path).unwrap_or(found)
+                }
+                _ => found,
             };
         }
         let mut provider_reasons = Vec::new();
@@ -210,6 +212,13 @@ impl Sources {
 
     /// The best file with build-id `id` in the local places, and its split debug file.
     fn find_here(&self, id: &str, recorded_path: Option<&Path>) -> Option<Lookup> {
+        self.find_here_dwarf(id, recorded_path)
+            .map(|(found, _)| found)
+    }
+
+    /// [`Sources::find_here`], and whether DWARF comes with what it found (in the file or a
+    /// split debug file).
+    fn find_here_dwarf(&self, id: &str, recorded_path: Option<&Path>) -> Option<(Lookup, bool)> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         candidates.extend(
             self.index
@@ -256,11 +265,13 @@ impl Sources {
         } else {
             self.debuglink_target(&path, recorded_path, f.debuglink.as_deref(), id)
         };
-        Some(Lookup::Found {
+        let dwarf = f.debug_info || debug.is_some();
+        let found = Lookup::Found {
             path,
             debug,
             origin: None,
-        })
+        };
+        Some((found, dwarf))
     }
 
     /// The file found here, `path`, with the first provider's debuginfo for `id` as its split
@@ -314,8 +325,8 @@ impl Sources {
             .iter()
             .filter(|(id, _)| check_build_id(id).is_ok())
             .filter(|(id, _)| {
-                self.find_here(id, None)
-                    .is_none_or(|found| stripped_path(&found).is_some())
+                self.find_here_dwarf(id, None)
+                    .is_none_or(|(_, dwarf)| !dwarf)
             })
             .map(|(id, name)| Wanted {
                 build_id: id.clone(),
@@ -437,18 +448,6 @@ impl Sources {
 }
 
 /// The facts of a provider's file, when its build-id is `id`; the refusal names both ids.
-/// The path of a file found here that has no DWARF and no split debug file.
-fn stripped_path(found: &Lookup) -> Option<&Path> {
-    match found {
-        Lookup::Found {
-            path,
-            debug: None,
-            origin: None,
-        } if facts(path).is_some_and(|f| !f.debug_info) => Some(path),
-        _ => None,
-    }
-}
-
 fn checked(got: &Provided, id: &str) -> Result<FileFacts, Unavailable> {
     let Some(f) = facts(&got.path) else {
         return Err(Unavailable(format!(
