@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::GzDecoder;
 use flate2::Compression;
-use kprof_capture::{Manifest, ARCHIVE_SUFFIX, MANIFEST};
+use kprof_capture::manifest::Summary;
+use kprof_capture::{ARCHIVE_SUFFIX, MANIFEST};
 
 use crate::gzip::GzStream;
 
@@ -124,9 +125,9 @@ impl Read for Consuming {
     }
 }
 
-/// Reads and checks `manifest.json` from an archive (it is the first member; later ones are
-/// not inflated).
-pub fn read_manifest(path: &Path) -> io::Result<Manifest> {
+/// Reads and checks what `list` shows of `manifest.json` in an archive (it is the first
+/// member; later ones are not inflated).
+pub fn read_manifest(path: &Path) -> io::Result<Summary> {
     let f = File::open(path)?;
     let mut tar = tar::Archive::new(GzDecoder::new(io::BufReader::new(f)));
     for entry in tar.entries()? {
@@ -134,7 +135,7 @@ pub fn read_manifest(path: &Path) -> io::Result<Manifest> {
         if entry.path()?.as_os_str() == MANIFEST {
             let mut json = Vec::new();
             entry.read_to_end(&mut json)?;
-            return Manifest::from_json(&json)
+            return Summary::from_json(&json)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e));
         }
     }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::events::{self, EventSpec};
+use crate::probe_spec;
+pub use crate::probe_spec::LatencyTarget;
 use crate::Error;
 
 /// `kprof-agent --help` and the tail of every usage error.
@@ -12,8 +14,11 @@ pub const USAGE: &str = "\
 usage: kprof-agent record [-e EVENT[,EVENT...]] [-F HZ | -c PERIOD] [-g | --call-graph MODE]
                           [-a | -p PID] [-C CPUS] [--duration SECS] [-o DIR] [--mmap-pages N]
                           [-z | --compression-level[=N] | --no-compress] [--off-cpu]
-                          [--markers] [--min-free SIZE] [--nice N] [-- CMD ARGS...]
+                          [--markers] [--latency FUNC[,FUNC...]] [--latency-user SPEC]
+                          [--contention] [--no-sample] [--min-free SIZE] [--nice N]
+                          [-- CMD ARGS...]
        kprof-agent info
+       kprof-agent elf-id FILE|LIBRARY|PROGRAM...
        kprof-agent list [-o DIR] [--json]
        kprof-agent rm [-o DIR] ID...
 
@@ -41,12 +46,24 @@ record   sample the whole system (or -p PID) until CMD exits, --duration passes,
               pid/tid, CPU, text) as ftrace:print samples, read from ftrace's ring buffer;
               sets ftrace's trace_clock to perf and tracing_on to 1 for the capture (both
               put back after) and consumes that buffer (docs/markers.md)
+  --latency FUNC[,FUNC...]   time every call of these kernel functions (FUNC or
+              MODULE:FUNC): a kprobe at the entry (with call chain) and a kretprobe at the
+              return, through perf's kprobe PMU; the kernel removes them when the agent ends,
+              however it ends (docs/latency.md)
+  --latency-user PATH:OFFSET:BUILD_ID:FUNCTION   the same for a user function, by file
+              offset (kprofctl resolves `PROGRAM:FUNC` on the host); an empty BUILD_ID skips
+              the check that PATH is the build the offset came from
+  --contention   also record kernel lock waits (lock:contention_begin/end) and futex waits
+              (syscalls:sys_enter_futex/sys_exit_futex), each with its call chain
+  --no-sample   open no sampling event: only --latency, --contention, --off-cpu, --markers
   --min-free SIZE   refuse to start with less free space in the capture dir (default 16M;
               K/M/G suffixes, 0: no check); a capture that fills the disk is stopped and
               sealed truncated (exit status 3)
   --nice N    raise the agent's priority to nice N while it records (default: as
               started); -19 (gatord's) keeps a fully loaded board from starving it of CPU when
               it loses samples; CMD keeps the priority the agent was started with
+elf-id   each file's real path and GNU build-id, tab-separated (a library by soname, a
+         program by $PATH), for kprofctl's --latency PROGRAM:FUNC
 info     board facts as JSON (kernel, build-ids, modules, sysctls, PMU events)
 list     captures in the capture dir
 rm       delete captures by id
@@ -149,6 +166,12 @@ pub struct RecordOpts {
     /// `--markers`: also record the lines written to tracefs `trace_marker`, as `ftrace:print`
     /// samples read from ftrace's ring buffer.
     pub markers: bool,
+    /// `--latency` and `--latency-user`: the functions to time with entry and return probes.
+    pub latency: Vec<LatencyTarget>,
+    /// `--contention`: also record lock and futex waits.
+    pub contention: bool,
+    /// `--no-sample`: no sampling event, only the traced ones.
+    pub no_sample: bool,
     /// `--min-free`: bytes the capture dir must have free to start; 0 skips the check.
     pub min_free: u64,
     /// `--nice N`: the agent's nice value while it records (`None`: as started).
@@ -176,6 +199,8 @@ pub enum Command {
         /// The captures to delete.
         ids: Vec<String>,
     },
+    /// `elf-id NAME...`: each name's file and build-id.
+    ElfId(Vec<String>),
     /// `--help`.
     Help,
     /// `--version`.
@@ -280,6 +305,8 @@ pub fn parse(args: &[String]) -> Result<Command, Error> {
     let rest = &args[1..];
     match sub.as_str() {
         "record" => Ok(parse_record(rest)?.map_or(Command::Help, Command::Record)),
+        "elf-id" if rest.is_empty() => Err(usage("elf-id: name at least one file")),
+        "elf-id" => Ok(Command::ElfId(rest.to_vec())),
         "info" => match rest.first() {
             None => Ok(Command::Info),
             Some(a) => Err(usage(format!("info: unexpected argument `{a}`"))),
@@ -335,6 +362,9 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
         command: Vec::new(),
         off_cpu: false,
         markers: false,
+        latency: Vec::new(),
+        contention: false,
+        no_sample: false,
         min_free: DEFAULT_MIN_FREE,
         nice: None,
     };
@@ -366,6 +396,12 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
             "-h" | "--help" => return Ok(None),
             "--off-cpu" if att.is_none() => o.off_cpu = true,
             "--markers" if att.is_none() => o.markers = true,
+            "--latency" => o
+                .latency
+                .extend(probe_spec::parse_kernel_list(it.value(opt, att)?)?),
+            "--latency-user" => o.latency.push(probe_spec::parse_user(it.value(opt, att)?)?),
+            "--contention" if att.is_none() => o.contention = true,
+            "--no-sample" if att.is_none() => o.no_sample = true,
             "--mmap-pages" | "-m" => mmap_pages = Some(pages(opt, it.value(opt, att)?)?),
             // perf's optional value: attached only (`-z3`, `--compression-level=3`).
             "-z" | "--compression-level" => {
@@ -383,7 +419,7 @@ fn parse_record(args: &[String]) -> Result<Option<RecordOpts>, Error> {
     o.mmap_pages = mmap_pages.unwrap_or(match o.call_graph {
         Some(CallGraph::Dwarf { .. }) => DEFAULT_MMAP_PAGES_DWARF,
         // Every context switch is a sample: on a busy board thousands a second, in bursts.
-        _ if o.off_cpu => DEFAULT_MMAP_PAGES_DWARF,
+        _ if o.off_cpu || o.contention || !o.latency.is_empty() => DEFAULT_MMAP_PAGES_DWARF,
         _ => DEFAULT_MMAP_PAGES,
     });
     check_record(&o, all_cpus)?;
@@ -406,6 +442,14 @@ fn check_record(o: &RecordOpts, all_cpus: bool) -> Result<(), Error> {
     }
     if o.pid.is_some() && !o.command.is_empty() {
         return Err(usage("-p PID and a command are exclusive"));
+    }
+    if o.no_sample && !(o.off_cpu || o.markers || o.contention || !o.latency.is_empty()) {
+        return Err(usage(
+            "--no-sample needs --latency, --latency-user, --contention, --off-cpu or --markers",
+        ));
+    }
+    if o.no_sample && !o.events.is_empty() {
+        return Err(usage("--no-sample and -e are exclusive"));
     }
     Ok(())
 }

@@ -31,6 +31,7 @@ fn run() -> Result<ExitCode, Error> {
                 return Ok(ExitCode::from(record::EXIT_TRUNCATED));
             }
         }
+        Command::ElfId(names) => print_out(&kprof_agent::elf_id::run(&names)?),
         Command::Info => {
             let i = info::gather();
             let s = serde_json::to_string_pretty(&i).map_err(|e| Error::Other(e.to_string()))?;

@@ -17,6 +17,12 @@
  * mychardrv_read(); `dd if=/dev/mychardrv bs=1 count=N` makes N reads. read_delay_ms=0 skips
  * the wait.
  *
+ * Writing can hold the device too: with `write_hold_ms` set (default 0: no hold), every write()
+ * keeps dev.lock for that many ms after its traversals, asleep in mychardrv_hold_device(), as a
+ * driver keeps its lock across a slow device command. Two concurrent writers then wait on the
+ * mutex (lock:contention_begin/end) for a known time, and the latency of mychardrv_write() for
+ * `echo 1 > /dev/mychardrv` is about write_hold_ms.
+ *
  * Each traversal is also the tracepoint mychardrv:cache_traverse (mychardrv_trace.h): with
  * `-e mychardrv:cache_traverse` a capture shows every call on the timeline with its fields.
  *
@@ -61,6 +67,10 @@ MODULE_PARM_DESC(seed, "Seed of the permutation, fixed so that runs are comparab
 static unsigned int read_delay_ms = 20;
 module_param(read_delay_ms, uint, 0644);
 MODULE_PARM_DESC(read_delay_ms, "Simulated device latency of each read() in ms (default 20, 0: none)");
+
+static unsigned int write_hold_ms;
+module_param(write_hold_ms, uint, 0644);
+MODULE_PARM_DESC(write_hold_ms, "Time each write() holds the device lock in ms (default 0: none)");
 
 /* value first: on 32-bit Arm (AEABI) a u64 after a 4-byte pointer is padded to offset 8. */
 struct mychardrv_node {
@@ -177,10 +187,32 @@ char_dev_cache_checksum(const struct mychardrv *d, unsigned int steps)
 	return sum;
 }
 
+/*
+ * Holds the device for `ms` while the caller keeps dev.lock (write_hold_ms). A killable sleep
+ * on a high-resolution timer with no slack, so that it ends close to `ms` even under QEMU TCG:
+ * msleep() (and fsleep() above 20 ms, which is msleep()) rounds up to whole jiffies plus one,
+ * up to 24 ms for 20 at HZ=250 and 30 at HZ=100; usleep_range() cannot be killed, and a large
+ * write_hold_ms must not make the writer unkillable. Out of line so that probes and profiles
+ * name it.
+ */
+static noinline int mychardrv_hold_device(unsigned int ms)
+{
+	ktime_t end = ktime_add_ms(ktime_get(), ms);
+
+	for (;;) {
+		set_current_state(TASK_KILLABLE);
+		/* 0: expired. Woken early: a fatal signal ends the hold, anything else sleeps on. */
+		if (!schedule_hrtimeout(&end, HRTIMER_MODE_ABS))
+			return 0;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
+}
+
 static ssize_t mychardrv_write(struct file *file, const char __user *buf, size_t len,
 			       loff_t *ppos)
 {
-	unsigned int iterations, i, steps;
+	unsigned int iterations, i, steps, hold_ms;
 	u64 result = 0;
 	int ret;
 
@@ -205,6 +237,9 @@ static ssize_t mychardrv_write(struct file *file, const char __user *buf, size_t
 	dev.last_iterations = i;
 	dev.last_result = result;
 	dev.total_iterations += i;
+	hold_ms = READ_ONCE(write_hold_ms);
+	if (!ret && hold_ms)
+		ret = mychardrv_hold_device(hold_ms);
 	mutex_unlock(&dev.lock);
 	return ret ? ret : len;
 }

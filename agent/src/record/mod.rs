@@ -7,7 +7,9 @@
 
 mod build_id_reader;
 mod capture_dir;
+mod contention;
 mod kernel_state;
+mod latency;
 mod markers;
 mod off_cpu;
 mod open_events;
@@ -44,7 +46,8 @@ pub const EXIT_TRUNCATED: u8 = 3;
 pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
     raise_fd_limit();
     let mut o = o.clone(); // the `-e` tracepoints get their ids from tracefs
-    let tracing = tracepoints::resolve(&mut o.events, o.off_cpu, o.markers)?;
+    let tracing = tracepoints::resolve(&mut o.events, o.off_cpu, o.markers, o.contention)?;
+    let probes = latency::prepare(&o.latency)?;
     let o = &o;
     // The workload gets the original mask back before exec.
     let signals = Signals::block()?;
@@ -58,14 +61,8 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
 
     // Printed once setup has succeeded, so a failing capture says one thing only.
     let mut notices: Vec<String> = Vec::new();
-    let mut opened = open_events::open_all(
-        o,
-        global_freq,
-        &tids,
-        &cpus,
-        tracing.as_ref().and_then(|t| t.off_cpu.as_ref()),
-        &mut notices,
-    )?;
+    let traced = traced(tracing.as_ref(), &probes, &mut notices);
+    let mut opened = open_events::open_all(o, global_freq, &tids, &cpus, &traced, &mut notices)?;
     let mut rings = Rings::map(&mut opened, o.mmap_pages)?;
     let mut markers = start_markers(tracing.as_ref(), &mut opened, &online)?;
     let mut work = WorkDir::create(&o.out_dir, o.min_free)?;
@@ -123,12 +120,31 @@ pub fn run(o: &RecordOpts, agent_argv: &[String]) -> Result<Sealed, Error> {
         stop_ns,
         stop,
         tracing: tracing.as_ref(),
+        latency: probes.iter().map(latency::Probe::manifest).collect(),
         // ftrace's settings go back here.
         markers: markers.map(markers::Markers::finish),
         ring_dropped,
         write_error,
     };
     seal::seal(sink, end, &mut work)
+}
+
+/// The events besides the sampling ones; what `--contention` found missing goes to
+/// `notices`.
+fn traced<'a>(
+    tracing: Option<&'a tracepoints::Tracing>,
+    probes: &'a [latency::Probe],
+    notices: &mut Vec<String>,
+) -> open_events::Traced<'a> {
+    let contention = tracing.and_then(|t| t.contention.as_ref());
+    if let Some((_, c)) = contention {
+        notices.extend(c.missing.iter().cloned());
+    }
+    open_events::Traced {
+        off_cpu: tracing.and_then(|t| t.off_cpu.as_ref()),
+        probes,
+        contention: contention.map_or(&[], |(tps, _)| tps.as_slice()),
+    }
 }
 
 /// Forks the workload (held before exec), then raises the agent's priority (`--nice`): the

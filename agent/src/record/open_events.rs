@@ -93,7 +93,7 @@ pub(super) fn open_all(
     global_freq: Option<u64>,
     tids: &[i32],
     cpus: &[u32],
-    off_cpu: Option<&super::tracefs::Tracepoint>,
+    traced: &Traced<'_>,
     notices: &mut Vec<String>,
 ) -> Result<Vec<Opened>, Error> {
     if matches!(o.call_graph, Some(CallGraph::Dwarf { .. })) && sys::DWARF_REGS_USER == 0 {
@@ -107,7 +107,11 @@ pub(super) fn open_all(
         (o.mmap_pages.saturating_mul(sys::page_size()) / 4).clamp(8, u32::MAX as usize) as u32;
     // Cleared for good once the kernel refuses it, so the fallback is tried and told once.
     let mut regs_intr = kernel_leaf_regs(o);
-    let specs = requested_specs(o)?;
+    let specs = if o.no_sample {
+        Vec::new()
+    } else {
+        requested_specs(o)?
+    };
     let mut opened: Vec<Opened> = Vec::new();
     for (i, (spec, requested)) in specs.into_iter().enumerate() {
         let (freq, period) = rates(&spec, global_freq, o.period);
@@ -152,18 +156,106 @@ pub(super) fn open_all(
             Err(e) => return Err(e),
         }
     }
-    if let Some(t) = off_cpu {
-        opened.push(open_off_cpu(
-            t,
-            o,
-            cpus,
-            watermark,
-            &mut regs_intr,
-            notices,
-        )?);
-    }
+    let at = At { o, cpus, watermark };
+    open_traced(&mut opened, traced, &at, &mut regs_intr, notices)?;
     read_ids(&mut opened)?;
     Ok(opened)
+}
+
+/// The events other than the sampling ones a capture records.
+pub(super) struct Traced<'a> {
+    /// `--off-cpu`'s context-switch tracepoint.
+    pub(super) off_cpu: Option<&'a super::tracefs::Tracepoint>,
+    /// `--latency`'s probes.
+    pub(super) probes: &'a [super::latency::Probe],
+    /// `--contention`'s tracepoints.
+    pub(super) contention: &'a [super::tracefs::Tracepoint],
+}
+
+/// Where and how the traced events are opened: every thread of the CPUs of the capture, with
+/// its ring wake-up.
+struct At<'a> {
+    o: &'a RecordOpts,
+    cpus: &'a [u32],
+    watermark: u32,
+}
+
+/// Opens `traced`'s events after the sampling ones; the first gets the tracking flags when
+/// there is no sampling event (`--no-sample`).
+fn open_traced(
+    opened: &mut Vec<Opened>,
+    traced: &Traced<'_>,
+    at: &At<'_>,
+    regs_intr: &mut bool,
+    notices: &mut Vec<String>,
+) -> Result<(), Error> {
+    if let Some(t) = traced.off_cpu {
+        let tracking = opened.is_empty();
+        opened.push(open_off_cpu(t, at, tracking, regs_intr, notices)?);
+    }
+    if at.o.pid.is_some() && (!traced.probes.is_empty() || !traced.contention.is_empty()) {
+        notices.push(
+            "--latency and --contention record every process's calls and waits (a probe              event inherited by a fork makes the kernel read its function name again in the              child, where it is not): `kprofctl report --latency --pid PID` keeps the              process's"
+                .into(),
+        );
+    }
+    for probe in traced.probes {
+        for ret in [false, true] {
+            let spec = probe.spec(ret);
+            let mut attr = at.attr(&spec, opened.is_empty(), *regs_intr);
+            probe.adjust(&mut attr, ret);
+            attr.flags &= !flag::INHERIT;
+            let (mut attr, fds) =
+                open_with_regs_intr(attr, &[-1], at.cpus, &spec.name, regs_intr, notices).map_err(
+                    |e| match e {
+                        Error::Event { source, .. } => probe.refused(&source),
+                        e => e,
+                    },
+                )?;
+            // An address in the agent: meaningless in the file, and not to be disclosed.
+            attr.config1 = 0;
+            opened.push(Opened {
+                requested: Some(format!("--latency {}", spec.requested)),
+                spec,
+                attr,
+                fallback: None,
+                fds,
+                ids: Vec::new(),
+            });
+        }
+    }
+    for t in traced.contention {
+        let spec = super::off_cpu::spec(t);
+        let mut attr = at.attr(&spec, opened.is_empty(), *regs_intr);
+        super::contention::adjust(&mut attr, super::contention::is_begin(t));
+        attr.flags &= !flag::INHERIT;
+        let (attr, fds) =
+            open_with_regs_intr(attr, &[-1], at.cpus, &spec.name, regs_intr, notices)?;
+        opened.push(Opened {
+            spec,
+            requested: Some("--contention".into()),
+            attr,
+            fallback: None,
+            fds,
+            ids: Vec::new(),
+        });
+    }
+    Ok(())
+}
+
+impl At<'_> {
+    /// An event of every hit (period 1).
+    fn attr(&self, spec: &EventSpec, tracking: bool, regs_intr: bool) -> PerfEventAttr {
+        build_attr(
+            spec,
+            tracking,
+            self.o,
+            None,
+            Some(1),
+            self.watermark,
+            regs_intr,
+        )
+    }
 }
 
 /// The `-e` events with what the user typed, or the default `cycles` (requested: `None`).
@@ -213,14 +305,14 @@ fn rates(
 /// `--off-cpu`'s context-switch tracepoint on every CPU.
 fn open_off_cpu(
     t: &super::tracefs::Tracepoint,
-    o: &RecordOpts,
-    cpus: &[u32],
-    watermark: u32,
+    at: &At<'_>,
+    tracking: bool,
     regs_intr: &mut bool,
     notices: &mut Vec<String>,
 ) -> Result<Opened, Error> {
+    let (o, cpus) = (at.o, at.cpus);
     let spec = super::off_cpu::spec(t);
-    let mut attr = build_attr(&spec, false, o, None, Some(1), watermark, *regs_intr);
+    let mut attr = at.attr(&spec, tracking, *regs_intr);
     super::off_cpu::adjust(&mut attr);
     // A thread's switch-in is recorded in the context of the thread leaving that CPU: a
     // per-thread event would see only the switch-outs. So the switches of every CPU.

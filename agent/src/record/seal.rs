@@ -40,6 +40,8 @@ pub(super) struct Ending<'a> {
     pub(super) stop: Stop,
     /// The tracepoints recorded, when any is.
     pub(super) tracing: Option<&'a super::tracepoints::Tracing>,
+    /// `--latency`: the probes placed.
+    pub(super) latency: Vec<kprof_capture::manifest::LatencyProbe>,
     /// `--markers`: the lines recorded and lost.
     pub(super) markers: Option<kprof_capture::manifest::Markers>,
     /// Ring data dropped for corrupt record headers.
@@ -94,6 +96,7 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
     let sysctl = procfs::sysctls();
     report(&events, end.command.as_ref(), &sysctl);
     report_dropped(&end.ring_dropped, skipped.as_ref(), end.markers.as_ref());
+    report_probe_rates(&end, &events);
     let o = end.o;
     let m = Manifest {
         schema: kprof_capture::MANIFEST_SCHEMA.into(),
@@ -130,6 +133,8 @@ pub(super) fn seal(sink: Sink, end: Ending<'_>, work: &mut WorkDir) -> Result<Se
         ring_dropped: (end.ring_dropped.bytes > 0).then_some(end.ring_dropped),
         skipped_files: skipped,
         sequence: Some(work.sequence.clone()),
+        latency: end.latency.clone(),
+        contention: end.tracing.and_then(|t| t.contention_manifest()),
     };
     let json = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::Other(format!("cannot encode manifest: {e}")))?;
@@ -258,6 +263,14 @@ fn report_behind((rounds, bytes): (u64, u64)) {
             crate::cli::human_bytes(bytes),
             writer::BEHIND_LEVEL
         ));
+    }
+}
+
+/// A warning for each `--latency` probe that fired faster than its cost allows.
+fn report_probe_rates(end: &Ending<'_>, events: &[EventRecord]) {
+    let seconds = end.stop_ns.saturating_sub(end.start_ns) as f64 / 1e9;
+    for w in super::latency::rate_warnings(&end.latency, events, seconds) {
+        warn(w);
     }
 }
 

@@ -19,7 +19,7 @@ pub const TRACEFS_ENV: &str = "KPROF_TRACEFS";
 pub(super) const TRACEFS: &str = "/sys/kernel/tracing";
 const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
 /// The kernel options and the mount command every tracefs error ends with.
-const HOW_TO_FIX: &str = "the kernel needs CONFIG_FTRACE=y and CONFIG_ENABLE_DEFAULT_TRACERS=y \
+const HOW_TO_FIX: &str = "the kernel needs CONFIG_FTRACE=y and CONFIG_FTRACE_SYSCALLS=y \
      (tracepoints and tracefs, in kprof's kernel fragment) and tracefs mounted \
      (mount -t tracefs nodev /sys/kernel/tracing)";
 

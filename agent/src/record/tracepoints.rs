@@ -3,7 +3,7 @@
 //! found in one tracefs, their ids put into the event specs, and the HEADER_TRACING_DATA
 //! describing all of them.
 
-use kprof_capture::manifest::OffCpu;
+use kprof_capture::manifest::{Contention, OffCpu};
 
 use super::off_cpu;
 use super::tracefs::{Tracefs, Tracepoint};
@@ -19,6 +19,8 @@ pub(super) struct Tracing {
     pub(super) off_cpu: Option<Tracepoint>,
     /// `--markers`' `ftrace:print`, the event the trace_marker lines are recorded as.
     pub(super) print: Option<Tracepoint>,
+    /// `--contention`'s tracepoints (each wait's start before its end) and what was missing.
+    pub(super) contention: Option<(Vec<Tracepoint>, Contention)>,
     /// perf.data's HEADER_TRACING_DATA body for every tracepoint recorded.
     pub(super) tracing_data: Vec<u8>,
 }
@@ -33,6 +35,11 @@ impl Tracing {
             tracepoint_id: t.id,
         })
     }
+
+    /// The manifest's `contention` entry, with `--contention`.
+    pub(super) fn contention_manifest(&self) -> Option<Contention> {
+        self.contention.as_ref().map(|(_, c)| c.clone())
+    }
 }
 
 /// Looks up every tracepoint the options ask for and sets the `-e` ones' ids in `events`;
@@ -41,6 +48,7 @@ pub(super) fn resolve(
     events: &mut [EventSpec],
     off_cpu: bool,
     markers: bool,
+    contention: bool,
 ) -> Result<Option<Tracing>, Error> {
     let asked: Vec<usize> = (0..events.len())
         .filter(|&i| events[i].attr_type == PERF_TYPE_TRACEPOINT)
@@ -48,6 +56,7 @@ pub(super) fn resolve(
     let needed_for = match (asked.first(), off_cpu, markers) {
         (_, _, true) => super::markers::NEEDED_FOR.to_string(),
         (_, true, _) => format!("--off-cpu: the {} tracepoint", off_cpu::EVENT_NAME),
+        _ if contention => "--contention: the lock and futex tracepoints".to_string(),
         (Some(&i), false, false) => format!("-e {}: tracefs", events[i].requested),
         (None, false, false) => return Ok(None),
     };
@@ -76,11 +85,19 @@ pub(super) fn resolve(
     } else {
         None
     };
+    let contention = if contention {
+        let (tps, c) = super::contention::find(&tracefs)?;
+        recorded.extend(tps.iter().cloned());
+        Some((tps, c))
+    } else {
+        None
+    };
     let tracing_data = tracefs.tracing_data(&recorded)?;
     Ok(Some(Tracing {
         tracefs,
         off_cpu: sw,
         print,
+        contention,
         tracing_data,
     }))
 }

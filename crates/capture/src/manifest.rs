@@ -89,6 +89,54 @@ pub struct Manifest {
     /// agents before the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<Sequence>,
+    /// The functions timed with entry and return probes (`record --latency`); empty
+    /// otherwise and in older captures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<LatencyProbe>,
+    /// Lock and futex waits (`record --contention`), when on; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
+}
+
+/// One function timed by `record --latency` (manifest `latency`): a probe at its entry and
+/// one at its return, each an event of `events` sampled at every hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyProbe {
+    /// The function as the user named it (`mychardrv_write`, `mychardrv:mychardrv_read`,
+    /// `/usr/bin/mychardrv-writer:write_request`).
+    pub function: String,
+    /// [`PROBE_KPROBE`] or [`PROBE_UPROBE`].
+    pub kind: String,
+    /// A kprobe's symbol as the kernel was given it (`mychardrv:mychardrv_read`); an
+    /// uprobe's file on the board.
+    pub target: String,
+    /// An uprobe's file offset of the function's first instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// An uprobe's file's GNU build-id, checked on the board before the probe was placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_id: Option<String>,
+    /// The entry probe's event, named as in `events`.
+    pub entry_event: String,
+    /// The return probe's event, named as in `events`.
+    pub return_event: String,
+}
+
+/// A kernel function probed through perf's `kprobe` PMU.
+pub const PROBE_KPROBE: &str = "kprobe";
+/// A user function probed through perf's `uprobe` PMU.
+pub const PROBE_UPROBE: &str = "uprobe";
+
+/// What `record --contention` recorded (manifest `contention`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contention {
+    /// `lock:contention_begin` and `lock:contention_end` were recorded.
+    pub kernel_locks: bool,
+    /// `syscalls:sys_enter_futex` and `syscalls:sys_exit_futex` were recorded.
+    pub futex: bool,
+    /// What the board lacked, one line each (`no syscalls:sys_enter_futex tracepoint: ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// The capture's place in its capture directory (manifest `sequence`).
@@ -171,16 +219,61 @@ pub struct Markers {
     pub lost: u64,
 }
 
+/// What `kprof-agent list` shows of a manifest: read without the rest, so that the agent,
+/// which fits 1.5 MiB of flash, carries no deserializer of the whole manifest (each field's
+/// visitor is code on the board for a listing that needs three).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Summary {
+    /// Always [`crate::MANIFEST_SCHEMA`].
+    pub schema: String,
+    /// Schema version.
+    pub version: u32,
+    /// The capture's id.
+    pub capture_id: String,
+    /// Capture start, perf clock ns.
+    pub start_time_ns: u64,
+    /// The profiled command, when there was one.
+    #[serde(default)]
+    pub command: Option<SummaryCommand>,
+    /// Its place in the capture directory.
+    #[serde(default)]
+    pub sequence: Option<Sequence>,
+}
+
+/// The command of a [`Summary`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SummaryCommand {
+    /// Its argv.
+    pub argv: Vec<String>,
+}
+
+impl Summary {
+    /// Parses the summary of `manifest.json`, refusing what [`Manifest::from_json`] refuses
+    /// of its fields.
+    pub fn from_json(bytes: &[u8]) -> Result<Summary, ManifestError> {
+        let m: Summary = serde_json::from_slice(bytes).map_err(ManifestError::Json)?;
+        check_schema(&m.schema, m.version)?;
+        path_component("capture_id", &m.capture_id)?;
+        Ok(m)
+    }
+}
+
+/// Refuses other schemas and versions newer than this crate's.
+fn check_schema(schema: &str, version: u32) -> Result<(), ManifestError> {
+    if schema != crate::MANIFEST_SCHEMA {
+        return Err(ManifestError::UnknownSchema(schema.to_string()));
+    }
+    if version > crate::MANIFEST_VERSION {
+        return Err(ManifestError::TooNew(version));
+    }
+    Ok(())
+}
+
 impl Manifest {
     /// Parses `manifest.json`, refusing other schemas and versions newer than this crate's.
     pub fn from_json(bytes: &[u8]) -> Result<Manifest, ManifestError> {
         let m: Manifest = serde_json::from_slice(bytes).map_err(ManifestError::Json)?;
-        if m.schema != crate::MANIFEST_SCHEMA {
-            return Err(ManifestError::UnknownSchema(m.schema));
-        }
-        if m.version > crate::MANIFEST_VERSION {
-            return Err(ManifestError::TooNew(m.version));
-        }
+        check_schema(&m.schema, m.version)?;
         m.validate()?;
         Ok(m)
     }
@@ -600,6 +693,8 @@ mod tests {
             ring_dropped: None,
             skipped_files: None,
             sequence: None,
+            latency: Vec::new(),
+            contention: None,
         };
         serde_json::to_string(&m).unwrap()
     }
@@ -623,6 +718,32 @@ mod tests {
         let json = serde_json::to_string(&m).unwrap();
         assert!(json.contains(r#""lines":3"#), "{json}");
         assert_eq!(Manifest::from_json(json.as_bytes()).unwrap(), m);
+    }
+
+    /// A summary is read with what `list` needs and refused as the whole manifest would be.
+    #[test]
+    fn summary_same_checks_as_the_manifest() {
+        let ok = minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION);
+        let s = Summary::from_json(ok.as_bytes()).unwrap();
+        assert_eq!(
+            (s.capture_id.as_str(), s.command, s.sequence),
+            ("c", None, None)
+        );
+        let other = minimal("something-else", 1);
+        assert!(matches!(
+            Summary::from_json(other.as_bytes()),
+            Err(ManifestError::UnknownSchema(_))
+        ));
+        let newer = minimal(crate::MANIFEST_SCHEMA, crate::MANIFEST_VERSION + 1);
+        assert!(matches!(
+            Summary::from_json(newer.as_bytes()),
+            Err(ManifestError::TooNew(_))
+        ));
+        let escaping = ok.replace("\"capture_id\":\"c\"", "\"capture_id\":\"../x\"");
+        assert!(matches!(
+            Summary::from_json(escaping.as_bytes()),
+            Err(ManifestError::Invalid { .. })
+        ));
     }
 
     /// A manifest of this schema and version parses; another schema, a newer version and

@@ -2,8 +2,9 @@
 //!
 //! The page is a header (capture, target, events, warnings), a timeline (one track per CPU and
 //! per busy thread, a rate chart per event, markers, a row of marks and spans per thread that
-//! marked) and the views as tabs: functions, call tree, flamegraph, source, the Log of marks,
-//! images. Everything but the header and the images table is drawn by
+//! marked, a row of timed calls and lock waits per thread that had any) and the views as tabs:
+//! functions, call tree, flamegraph, source, latency (when the capture timed functions or
+//! recorded lock waits), the Log of marks, images. Everything but the header and the images table is drawn by
 //! the page's script from one embedded JSON object ([`data`]): per-stack counts, the call
 //! paths as a trie and per-bin sparse stack counts. Selecting a time range sums those bins and
 //! redraws every view for the window; the window is kept in the URL fragment.
@@ -16,6 +17,7 @@
 pub mod blocked;
 pub mod data;
 pub(crate) mod escape;
+pub mod latency;
 pub mod marks;
 pub mod model;
 mod pack;
@@ -75,16 +77,22 @@ pub fn write_with(
     .map_err(Error::writing("writing the HTML report"))
 }
 
+/// Refuses a profile with nothing to show: no sampled event, and no timed call or lock wait
+/// (a capture of those alone, `run --no-sample`, has a page of its own).
 fn collapsed_check(profile: &Profile) -> Result<(), Error> {
+    if profile.latency.is_some() || profile.contention.is_some() {
+        return Ok(());
+    }
     crate::collapsed::check_event(profile, 0)
 }
 
-/// The page's script element text (between `<script>` and `</script>`): the marks' part
-/// first, as page.js calls it while it starts.
+/// The page's script element text (between `<script>` and `</script>`): the marks' and the
+/// latency parts first, as page.js calls them while it starts.
 fn script_text() -> String {
     format!(
-        "\n{}{}",
+        "\n{}{}{}",
         include_str!("html/marks.js"),
+        include_str!("html/latency.js"),
         include_str!("html/page.js")
     )
 }
@@ -116,15 +124,17 @@ struct Page<'a> {
 
 impl Page<'_> {
     fn write(&self, annotation: Option<&Annotation>, out: &mut dyn Write) -> io::Result<()> {
-        let title = format!(
-            "kprof report: {}",
-            self.profile
-                .events
-                .iter()
-                .map(|e| e.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let events: Vec<&str> = self
+            .profile
+            .events
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        let title = if events.is_empty() {
+            "kprof report: timed calls and lock waits".to_owned()
+        } else {
+            format!("kprof report: {}", events.join(", "))
+        };
         let script = script_text();
         write!(
             out,
@@ -176,31 +186,10 @@ impl Page<'_> {
         if !facts.is_empty() {
             writeln!(out, "<p class=\"meta\">{}</p>", facts.join(" · "))?;
         }
-        let unit = self.options.unit.unwrap_or("samples");
-        let heads = if self.options.unit.is_some() {
-            format!(
-                "<th class=\"n\">{0} shown</th><th class=\"n\">{0} captured</th>",
-                Esc(unit)
-            )
-        } else {
-            "<th class=\"n\">Samples shown</th><th class=\"n\">Samples captured</th>".to_owned()
-        };
-        writeln!(
-            out,
-            "<table class=\"events\"><thead><tr><th>Event</th>{heads}\
-             <th class=\"n\">Period sum</th></tr></thead><tbody>"
-        )?;
-        for (event, shown) in self.profile.events.iter().zip(&self.totals) {
-            writeln!(
-                out,
-                "<tr><td><code>{}</code></td><td class=\"n\">{shown}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td></tr>",
-                Esc(&event.name),
-                event.total_samples,
-                event.total_period
-            )?;
+        // A capture of timed calls and lock waits alone has no sampled event to list.
+        if !self.profile.events.is_empty() {
+            self.events_table(out)?;
         }
-        writeln!(out, "</tbody></table>")?;
         if let Some(unit) = self.options.unit {
             // Blocked ns in a "samples" column would read as a sample count a million times
             // too large.
@@ -226,6 +215,35 @@ impl Page<'_> {
             writeln!(out, "</ul></details>")?;
         }
         writeln!(out, "</header>")
+    }
+
+    /// The events with their samples shown and captured, and their period sums.
+    fn events_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let unit = self.options.unit.unwrap_or("samples");
+        let heads = if self.options.unit.is_some() {
+            format!(
+                "<th class=\"n\">{0} shown</th><th class=\"n\">{0} captured</th>",
+                Esc(unit)
+            )
+        } else {
+            "<th class=\"n\">Samples shown</th><th class=\"n\">Samples captured</th>".to_owned()
+        };
+        writeln!(
+            out,
+            "<table class=\"events\"><thead><tr><th>Event</th>{heads}\
+             <th class=\"n\">Period sum</th></tr></thead><tbody>"
+        )?;
+        for (event, shown) in self.profile.events.iter().zip(&self.totals) {
+            writeln!(
+                out,
+                "<tr><td><code>{}</code></td><td class=\"n\">{shown}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td></tr>",
+                Esc(&event.name),
+                event.total_samples,
+                event.total_period
+            )?;
+        }
+        writeln!(out, "</tbody></table>")
     }
 
     fn images(&self, out: &mut dyn Write) -> io::Result<()> {

@@ -23,6 +23,7 @@ pub mod firefox;
 pub mod flamegraph;
 pub mod html;
 pub mod json;
+pub mod latency;
 pub mod marks;
 pub mod off_cpu;
 pub mod pprof;

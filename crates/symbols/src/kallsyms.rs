@@ -109,6 +109,48 @@ impl Kallsyms {
     }
 }
 
+/// Names kernel data addresses (a lock's) by the data symbols of a kallsyms text (`d`, `D`,
+/// `b`, `B`, `r`, `R`, which [`Kallsyms`] leaves out): `dev+0x8 [mychardrv]`. An address is
+/// named only when it lies before the next symbol, so an address between two objects'
+/// symbols (a heap object's lock) gets no name rather than a wrong one.
+pub fn name_data_addresses(text: &str, addrs: &[u64]) -> HashMap<u64, String> {
+    let mut syms: Vec<(u64, &str, &str)> = Vec::new();
+    for line in text.lines() {
+        let mut it = line.split_ascii_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            continue;
+        };
+        let data = matches!(kind, "d" | "D" | "b" | "B" | "r" | "R");
+        // Every symbol bounds the one before it, data or not.
+        syms.push((addr, if data { name } else { "" }, it.next().unwrap_or("")));
+    }
+    // Of the names of one address the one taken is the last: a data symbol that is no
+    // compiler-made local (`__key.4`, the lock class key `mutex_init` puts at the address of
+    // the object it initialises when lockdep is off: size 0) wins.
+    syms.sort_by_key(|s| (s.0, !s.1.is_empty() && !s.1.contains('.')));
+    let mut out = HashMap::new();
+    for &a in addrs {
+        let i = syms.partition_point(|s| s.0 <= a);
+        let Some(&(start, name, owner)) = i.checked_sub(1).and_then(|i| syms.get(i)) else {
+            continue;
+        };
+        let bounded = syms.get(i).is_some_and(|next| a < next.0);
+        if name.is_empty() || start == 0 || !bounded {
+            continue;
+        }
+        let owner = if owner.is_empty() {
+            String::new()
+        } else {
+            format!(" {owner}")
+        };
+        out.insert(a, format!("{name}+{:#x}{owner}", a - start));
+    }
+    out
+}
+
 /// The text of `name` in `names` (empty if out of range, which parse never makes).
 fn name_in(names: &str, (off, len): Name) -> &str {
     let (off, len) = (off as usize, len as usize);
@@ -135,5 +177,31 @@ mod tests {
         );
         assert_eq!(k.lookup("", 0xffffffff81000150).unwrap().0, "do_thing");
         assert!(Kallsyms::parse("0000000000000000 T _text\n").is_none());
+    }
+
+    /// A static lock in a module's data is named by its object; one past every symbol, or
+    /// after a function symbol, is not.
+    #[test]
+    fn name_data_addresses_bounded_by_next_symbol() {
+        let text = "ffffffffc0002000 t mychardrv_write\t[mychardrv]\n\
+                    ffffffffc0004000 b dev\t[mychardrv]\n\
+                    ffffffffc0004000 b __key.4\t[mychardrv]\n\
+                    ffffffffc0005000 b other\t[mychardrv]\n\
+                    ffffffff82000000 D jiffies\n\
+                    ffffffff82000008 D next\n";
+        let names = super::name_data_addresses(
+            text,
+            &[
+                0xffffffffc0004000,
+                0xffffffffc0004020,
+                0xffffffff82000000,
+                0xffffffffc0002010,
+                0xffffffffc0009000,
+            ],
+        );
+        assert_eq!(names[&0xffffffffc0004000], "dev+0x0 [mychardrv]");
+        assert_eq!(names[&0xffffffffc0004020], "dev+0x20 [mychardrv]");
+        assert_eq!(names[&0xffffffff82000000], "jiffies+0x0");
+        assert_eq!(names.len(), 3, "{names:?}");
     }
 }

@@ -30,6 +30,7 @@ pub mod fuzzing_host;
 pub mod image_warnings;
 pub mod index;
 pub mod kallsyms;
+pub mod latency;
 pub mod limits;
 pub mod marks;
 pub mod off_cpu;

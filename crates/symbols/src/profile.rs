@@ -38,6 +38,11 @@ pub struct Profile {
     /// `-e sched:sched_switch`); its events are apart from the on-CPU ones
     /// ([`crate::off_cpu`]).
     pub off_cpu: Option<OffCpu>,
+    /// The calls of the functions timed with entry and return probes (`record --latency`,
+    /// [`crate::latency`]); their stacks are in `stacks` without counts of their own.
+    pub latency: Option<crate::latency::Latency>,
+    /// Lock and futex waits (`record --contention`, [`crate::latency`]).
+    pub contention: Option<crate::latency::Contention>,
 }
 
 /// What one image lacks, shown grouped with the other images that lack the same.

@@ -66,14 +66,21 @@ pub fn filtered(mut p: Profile, f: &Filter) -> Profile {
 
 /// Keeps the stacks `keep` says, and the samples of those stacks (their `stack` indices
 /// renumbered): the one way stacks are dropped, so samples never point at the wrong one.
+/// A stack a timed call or a wait starts from stays (the latency views show it), emptied
+/// of its samples when `keep` does not keep it.
 pub fn retain_stacks(p: &mut Profile, mut keep: impl FnMut(&Profile, &Stack) -> bool) {
     const DROPPED: u32 = u32::MAX;
+    let referenced = crate::latency::referenced_stacks(p);
     let mut next = 0u32;
+    let mut emptied = vec![false; p.stacks.len()];
     let new_index: Vec<u32> = p
         .stacks
         .iter()
-        .map(|s| {
-            if keep(p, s) {
+        .enumerate()
+        .map(|(i, s)| {
+            let kept = keep(p, s);
+            if kept || referenced.get(i).copied().unwrap_or(false) {
+                emptied[i] = !kept;
                 next += 1;
                 next - 1
             } else {
@@ -82,14 +89,20 @@ pub fn retain_stacks(p: &mut Profile, mut keep: impl FnMut(&Profile, &Stack) -> 
         })
         .collect();
     let mut i = 0;
-    p.stacks.retain(|_| {
+    p.stacks.retain_mut(|s| {
         i += 1;
+        if emptied[i - 1] {
+            s.counts.iter_mut().for_each(|c| *c = 0);
+            s.periods.iter_mut().for_each(|c| *c = 0);
+        }
         new_index[i - 1] != DROPPED
     });
     p.samples.retain_mut(|s| {
-        s.stack = new_index.get(s.stack as usize).copied().unwrap_or(DROPPED);
-        s.stack != DROPPED
+        let old = s.stack as usize;
+        s.stack = new_index.get(old).copied().unwrap_or(DROPPED);
+        s.stack != DROPPED && !emptied[old]
     });
+    crate::latency::renumber_stacks(p, &new_index);
 }
 
 /// The profile with only the given events, in that order; stacks and samples of no selected
@@ -151,6 +164,7 @@ pub fn into_time_window(mut p: Profile, start: Option<u64>, end: Option<u64>) ->
         event.total_samples += 1;
         event.total_period = event.total_period.saturating_add(smp.period);
     }
+    crate::latency::keep_window(&mut p, lo, hi);
     retain_stacks(&mut p, |_, s| s.counts.iter().any(|c| *c > 0));
     p.meta.window = Some(crate::profile::TimeWindow { start, end });
     p

@@ -139,6 +139,8 @@ fn manifest(
         truncation: None,
         ring_dropped: None,
         skipped_files: None,
+        latency: Vec::new(),
+        contention: None,
         sequence: None,
     }
 }

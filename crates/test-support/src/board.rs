@@ -2,6 +2,8 @@
 //! (`hostctl/tests/board_*.rs`, feature `board`): the environment it prints, kprofctl with an
 //! isolated HOME, ssh for test set-up, and the checks more than one board runs.
 
+pub mod latency;
+
 use crate::outcome;
 use std::path::{Path, PathBuf};
 use std::process::Command;

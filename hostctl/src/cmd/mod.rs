@@ -6,6 +6,7 @@ pub mod deploy;
 pub mod diff;
 pub mod fetch;
 pub mod host_symbols;
+pub mod latency_report;
 pub mod perf_archive;
 pub mod record_options;
 pub mod report;

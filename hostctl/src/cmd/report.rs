@@ -101,6 +101,15 @@ pub struct ReportArgs {
     /// S, or uninterruptible, D) and for how long, from a capture recorded with `--off-cpu`.
     #[arg(long, conflicts_with_all = ["callers", "callees", "annotate", "ratio"])]
     pub off_cpu: bool,
+    /// Function latency and lock waits instead of samples: per function timed with
+    /// `run --latency`, its calls' count, percentiles, log2 histogram and slowest calls with
+    /// their call paths; per lock and per waiting caller, the waits `run --contention`
+    /// recorded (docs/latency.md). Text or JSON.
+    #[arg(long, visible_alias = "contention", group = "view", conflicts_with_all = ["off_cpu", "ratio", "markers"])]
+    pub latency: bool,
+    /// Slowest calls listed per timed function (`--latency`).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub slowest: usize,
     /// Rows of the functions table in text output (0 = all).
     #[arg(long, value_name = "N", default_value_t = 40)]
     pub limit: usize,
@@ -299,6 +308,9 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<()> {
     if args.off_cpu {
         return run_off_cpu(&args, l);
     }
+    if args.latency {
+        return super::latency_report::run(&args, l.profile);
+    }
     // On-CPU and off-CPU never mix: blocked ns are not samples.
     let had_off_cpu = l.profile.off_cpu.is_some();
     let blocked = blocked_spans(&args, &l.profile);
@@ -306,6 +318,13 @@ pub fn run(mut args: ReportArgs) -> anyhow::Result<()> {
     if had_off_cpu && l.profile.events.is_empty() {
         anyhow::bail!(
             "{}: the capture has only context switches; use `kprofctl report --off-cpu`",
+            args.capture.display()
+        );
+    }
+    let timed = l.profile.latency.is_some() || l.profile.contention.is_some();
+    if l.profile.events.is_empty() && timed && args.format != Format::Html {
+        anyhow::bail!(
+            "{}: the capture has no samples, only timed calls or lock waits: `kprofctl report --latency` shows them (and --format html on the timeline)",
             args.capture.display()
         );
     }
@@ -434,7 +453,7 @@ fn project(args: &ReportArgs, l: Loaded, events: &[usize]) -> anyhow::Result<Loa
 }
 
 /// `-o FILE` (created private) or standard output, buffered.
-fn output(args: &ReportArgs) -> anyhow::Result<Box<dyn Write>> {
+pub(super) fn output(args: &ReportArgs) -> anyhow::Result<Box<dyn Write>> {
     Ok(match &args.output {
         Some(f) => Box::new(std::io::BufWriter::new(crate::files::create_private(f)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
@@ -641,7 +660,8 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
     l.profile = kprof_symbols::off_cpu::on_cpu(l.profile);
     symbols.add_image_warnings(&mut l.profile);
     let p = &l.profile;
-    if p.stacks.is_empty() {
+    let timed = p.latency.is_some() || p.contention.is_some();
+    if p.stacks.is_empty() && !timed {
         warn_no_samples(capture, &p.warnings);
         return Ok(());
     }
@@ -649,22 +669,16 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         crate::term::warning(w);
     }
     let mut stdout = std::io::stdout().lock();
-    // The summary is about what the board was busy with; the HTML and `kprofctl report` keep
-    // the idle loop.
-    let busy = Filter {
-        hide_idle: true,
-        ..Filter::default()
-    };
-    let busy_stacks = p.stacks.iter().filter(|s| busy.keeps(p, s)).count();
-    if busy_stacks == 0 || busy_stacks == p.stacks.len() {
-        render::text::write_functions(p, &Filter::default(), None, 10, &mut stdout)?;
-    } else {
-        render::text::write_functions(p, &busy, None, 10, &mut stdout)?;
+    if timed {
+        render::latency::write_text(p, 3, &mut stdout)?;
         writeln!(
             stdout,
-            "(idle loop left out of this summary; `kprofctl report {}` shows it)",
+            "(`kprofctl report --latency {}` lists more of the slowest calls)\n",
             kprof_report::escape::controls(&capture.display().to_string())
         )?;
+    }
+    if !p.events.is_empty() {
+        write_busy_functions(p, capture, &mut stdout)?;
     }
     let html = PathBuf::from(format!("{}.html", capture.display()));
     let anns = match hottest_function(p) {
@@ -685,6 +699,27 @@ pub fn summarize_fetched(capture: &Path, symbols: &SymbolArgs) -> anyhow::Result
         "HTML report: {}",
         kprof_report::escape::controls(&html.display().to_string())
     )?;
+    Ok(())
+}
+
+/// The fetched capture's top functions, without the idle loop when the board was also busy:
+/// the summary is about what it was busy with (the HTML and `kprofctl report` keep it).
+fn write_busy_functions(p: &Profile, capture: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
+    let busy = Filter {
+        hide_idle: true,
+        ..Filter::default()
+    };
+    let busy_stacks = p.stacks.iter().filter(|s| busy.keeps(p, s)).count();
+    if busy_stacks == 0 || busy_stacks == p.stacks.len() {
+        render::text::write_functions(p, &Filter::default(), None, 10, out)?;
+    } else {
+        render::text::write_functions(p, &busy, None, 10, out)?;
+        writeln!(
+            out,
+            "(idle loop left out of this summary; `kprofctl report {}` shows it)",
+            kprof_report::escape::controls(&capture.display().to_string())
+        )?;
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! its output, stop it on Ctrl-C, and say where the capture is. Several boards at once:
 //! [`many`].
 
+mod latency;
 mod many;
 mod preflight;
 
@@ -69,6 +70,19 @@ pub struct RunArgs {
     /// by mark (docs/markers.md).
     #[arg(long)]
     pub markers: bool,
+    /// Time every call of these functions (docs/latency.md): a kernel function (`FUNC`,
+    /// `MODULE:FUNC`) or a user one (`/usr/bin/PROGRAM:FUNC`, `libc.so.6:FUNC`, resolved
+    /// against the host's symbol file with the board file's build-id). The report gives
+    /// each one's count, percentiles, histogram and slowest calls with their call paths.
+    #[arg(long, value_name = "FUNC", value_delimiter = ',')]
+    pub latency: Vec<String>,
+    /// Also record where threads wait for locks: kernel lock waits (lock:contention_begin/
+    /// end) and futex waits, with their call paths and wait times.
+    #[arg(long)]
+    pub contention: bool,
+    /// Sample nothing: only what --latency, --contention, --off-cpu or --markers record.
+    #[arg(long)]
+    pub no_sample: bool,
     /// Sample this process only instead of the whole system.
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pid: Option<Pid>,
@@ -105,7 +119,8 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// `kprof-agent record` arguments.
-    fn agent_args(&self) -> Vec<String> {
+    /// `probes` are the `--latency` arguments resolved for the board.
+    fn agent_args(&self, probes: &[String]) -> Vec<String> {
         let mut args = vec!["record".to_owned()];
         for e in &self.events {
             args.extend(["-e".to_owned(), e.clone()]);
@@ -142,6 +157,13 @@ impl RunArgs {
         }
         if self.markers {
             args.push("--markers".to_owned());
+        }
+        args.extend(probes.iter().cloned());
+        if self.contention {
+            args.push("--contention".to_owned());
+        }
+        if self.no_sample {
+            args.push("--no-sample".to_owned());
         }
         if !self.command.is_empty() {
             args.push("--".to_owned());
@@ -223,7 +245,8 @@ fn capture(
         state.save()?;
     }
     starting();
-    let run = detached::start(&remote, &agent, &args.agent_args())?;
+    let probes = latency::agent_args(&remote, &agent, &args.latency, &args.symbols)?;
+    let run = detached::start(&remote, &agent, &args.agent_args(&probes))?;
     let ended = detached::stream(&remote, &run, echo)?;
     Ok(Streamed {
         target,
@@ -359,7 +382,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            cli.run.agent_args(),
+            cli.run.agent_args(&[]),
             [
                 "record",
                 "-e",
@@ -376,7 +399,7 @@ mod tests {
             ]
         );
         let cli = Cli::try_parse_from(["x", "b", "--no-call-graph", "--duration", "3"]).unwrap();
-        assert_eq!(cli.run.agent_args(), ["record", "--duration", "3"]);
+        assert_eq!(cli.run.agent_args(&[]), ["record", "--duration", "3"]);
     }
 
     /// `--call-graph` reaches the agent: fp as `-g` (which every agent takes), dwarf with its
@@ -387,7 +410,7 @@ mod tests {
             Cli::try_parse_from(["x", "b"].iter().chain(extra))
                 .unwrap()
                 .run
-                .agent_args()
+                .agent_args(&[])
         };
         assert_eq!(args(&["--call-graph", "fp"]), ["record", "-g"]);
         assert_eq!(args(&["--off-cpu"]), ["record", "-g", "--off-cpu"]);
@@ -426,7 +449,7 @@ mod tests {
     #[test]
     fn agent_args_compression_passed_through() {
         let parse = |extra: &[&str]| Cli::try_parse_from(["x", "b"].iter().chain(extra));
-        let args = |extra: &[&str]| parse(extra).unwrap().run.agent_args();
+        let args = |extra: &[&str]| parse(extra).unwrap().run.agent_args(&[]);
         assert_eq!(
             args(&["--compression-level", "3"]),
             ["record", "-g", "--compression-level=3"]
@@ -479,7 +502,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            cli.run.agent_args(),
+            cli.run.agent_args(&[]),
             [
                 "record",
                 "-F",

@@ -15,6 +15,7 @@ mod remote_deploy;
 mod remote_fetch;
 mod remote_jump;
 mod remote_labgrid;
+mod remote_latency;
 mod remote_many;
 mod remote_ssh;
 mod remote_support;

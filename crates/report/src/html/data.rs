@@ -56,6 +56,7 @@ pub fn build(
         "lines": stacks.lines_json(profile),
         "time": bins.to_json(),
         "marks": super::marks::Marks::of(profile).to_json(profile),
+        "latency": super::latency::to_json(profile, super::latency::Grid { width: bins.width(), count: bins.count() }),
         "blocked": super::blocked::to_json(&super::blocked::bin(profile, &options.blocked, bins.width(), bins.count())),
         "unit": options.unit,
         "ratio": options.ratio.filter(|&(a, b)| a != b && a.max(b) < nev).map(|(a, b)| [a, b]),

@@ -5,6 +5,8 @@
   var D = JSON.parse(document.getElementById("kprof-data").textContent);
   var $ = function (id) { return document.getElementById(id); };
   var NEV = D.events.length;
+  // A capture of timed calls and lock waits only (`run --no-sample`) has no sample views.
+  var SAMPLED = NEV > 0;
   var TREE_MIN = 0.1, TREE_OPEN = 5, PAGE = 100, HOT_LINES = 50, THREADS_SHOWN = 8;
   // What the counts are: samples, or blocked ns for `report --off-cpu` (html.rs Options::unit).
   var UNIT = D.unit || "samples";
@@ -55,7 +57,7 @@
   var stIdle = new Uint8Array(NS), idleSamples = 0;
   for (var s = 0; s < NS; s++) {
     var th = D.threads[stThread[s]];
-    if (th && th[0] === 0) { stIdle[s] = 1; idleSamples += stCounts[0][s]; }
+    if (th && th[0] === 0) { stIdle[s] = 1; idleSamples += SAMPLED ? stCounts[0][s] : 0; }
   }
   var NL = D.lines.file.length, lineNo = unpack(D.lines.line, NL), lineFn = unpack(D.lines["function"], NL);
   function fnName(f) { return f >= 0 ? F.name[f] : "[unknown]"; }
@@ -527,6 +529,9 @@
   // Marks and spans of the profiled system (html/marks.js), and the Log tab.
   var MK = kprofMarks(D, { unpack: unpack, esc: esc, secs: secs, comm: comm, $: $, NB: NB, W: W, state: state,
     setWindow: function (b0, b1) { setWindow(b0, b1); } });
+  // Timed calls and lock waits (html/latency.js): rows under their thread's track, the Latency tab.
+  var LT = kprofLatency(D, { unpack: unpack, esc: esc, secs: secs, comm: comm, $: $, NB: NB, W: W, state: state,
+    whole: function () { return whole(); } });
   function ms(ns) { return (ns / 1e6).toFixed(1); }
   var showAllThreads = false;
   function trackRow(kind, label, title, height) {
@@ -580,8 +585,19 @@
       r.setAttribute("data-mark-thread", mt.tid);
       r.setAttribute("data-ticks", mt.ticks.length);
       r.setAttribute("data-spans", mt.spans.length);
-      r.marks = mt;
+      r.tipAt = function (x, y) { return MK.at(mt, x, y, tl.plotWidth); };
       rows.push([r, function (g) { MK.draw(g, mt, tl.plotWidth); }, MK.height(mt)]);
+    };
+    var latPlaced = {};
+    var latRow = function (lt) {
+      latPlaced[lt.thread] = 1;
+      var r = trackRow("latency", LT.label(lt), LT.title(lt), LT.height(lt));
+      r.setAttribute("data-lat-thread", lt.thread);
+      r.setAttribute("data-calls", lt.calls);
+      r.setAttribute("data-waits", lt.waits);
+      r.tipAt = function (x, y) { return LT.at(lt, x, y, tl.plotWidth); };
+      r.clickAt = function (x, y) { return LT.extent(lt, x, y, tl.plotWidth); };
+      rows.push([r, function (g) { r.setAttribute("data-drawn", LT.draw(g, lt, tl.plotWidth)); }, LT.height(lt)]);
     };
     threads.forEach(function (t) { for (var i = 0; i < t.bin.length; i++) if (t.count[i] > max) max = t.count[i]; });
     shown.forEach(function (t) {
@@ -595,14 +611,19 @@
         r.setAttribute("data-blocked-d-ns", t.blockedD);
       }
       rows.push([r, function (g) { drawThread(g, t, max, th[2], THREAD_H); }, THREAD_H]);
+      var lt = LT.ofThread(t.thread);
+      if (lt) latRow(lt);
       var mt = MK.ofThread(t.thread);
       if (mt) { placed[mt.index] = 1; markRow(mt); }
     });
-    // Threads that marked but have no track shown (never sampled, or past the busiest).
+    // Threads that marked or were timed but have no track shown (never sampled, or past the
+    // busiest).
+    var latRest = LT.others(latPlaced, showAllThreads, THREADS_SHOWN);
+    latRest.shown.forEach(latRow);
     var rest = MK.others(placed, showAllThreads, THREADS_SHOWN);
     rest.shown.forEach(markRow);
     rows.forEach(function (r) { box.appendChild(r[0]); });
-    var hidden = Math.max(0, threads.length - THREADS_SHOWN) + rest.more;
+    var hidden = Math.max(0, threads.length - THREADS_SHOWN) + rest.more + latRest.more;
     if (hidden) {
       var more = document.createElement("button");
       more.className = "more";
@@ -624,7 +645,7 @@
     var kinds = {};
     T.markers.forEach(function (m) { kinds[m[1]] = m[1] === "lost" ? "samples lost" : m[2]; });
     Object.keys(kinds).forEach(function (k) { legend.innerHTML += "<span><i class=\"mk " + k + "\"></i>" + esc(kinds[k]) + "</span>"; });
-    legend.innerHTML += MK.legend();
+    legend.innerHTML += MK.legend() + LT.legend();
     box.appendChild(legend);
     // The plot column's geometry, from the first canvas's place in the layout.
     var lbl = axis.querySelector(".lbl");
@@ -656,7 +677,7 @@
     tip.id = "tl-tip";
     tip.hidden = true;
     box.appendChild(tip);
-    var markRows = rows.map(function (r) { return r[0]; }).filter(function (r) { return r.marks; });
+    var markRows = rows.map(function (r) { return r[0]; }).filter(function (r) { return r.tipAt; });
     layer.addEventListener("mousemove", function (ev) { if (!tl.drag) markTip(ev, layer, markRows, tip); });
     layer.addEventListener("mouseleave", function () { tip.hidden = true; });
     layer.addEventListener("mousedown", function (ev) {
@@ -669,11 +690,15 @@
     drawSelection();
     performance.mark("kprof-timeline-drawn");
   }
-  // The marks under the pointer, in a tip beside it, when it is over a mark row.
+  // The one of `rows` at height y of the timeline layer.
+  function rowAt(rows, y) {
+    return rows.filter(function (r) { return y >= r.offsetTop && y < r.offsetTop + r.offsetHeight; })[0];
+  }
+  // What the pointer is over, in a tip beside it, when it is over a mark or latency row.
   function markTip(ev, layer, markRows, tip) {
     var box = layer.getBoundingClientRect(), x = ev.clientX - box.left, y = ev.clientY - box.top;
-    var row = markRows.filter(function (r) { return y >= r.offsetTop && y < r.offsetTop + r.offsetHeight; })[0];
-    var lines = row ? MK.at(row.marks, x, y - row.offsetTop, tl.plotWidth) : [];
+    var row = rowAt(markRows, y);
+    var lines = row ? row.tipAt(x, y - row.offsetTop) : [];
     tip.hidden = !lines.length;
     if (!lines.length) return;
     tip.textContent = lines.join("\n");
@@ -705,7 +730,7 @@
     if (totals) windowCount();
   }
   function windowCount() {
-    if (NB) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " " + UNIT;
+    if (NB && SAMPLED) $("window").textContent = $("window").textContent.replace(/ — .*$/, "") + " — " + totals[0] + " " + D.events[0].name + " " + UNIT;
   }
   document.addEventListener("mousemove", function (ev) {
     if (!tl.drag) return;
@@ -718,9 +743,19 @@
     tl.drag = null;
     d.x1 = ev.clientX - $("tl-layer").getBoundingClientRect().left;
     var a = Math.min(d.x0, d.x1), b = Math.max(d.x0, d.x1);
-    if (b - a < 3) { drawSelection(); return; } // a click, not a drag
+    if (b - a < 3) { clickAt(ev, d.x1) || drawSelection(); return; } // a click, not a drag
     setWindow(Math.floor(xToBin(a)), Math.ceil(xToBin(b)));
   });
+  // A click on a call or wait selects its time (the bins it spans); whether there was one.
+  function clickAt(ev, x) {
+    var y = ev.clientY - $("tl-layer").getBoundingClientRect().top;
+    var row = rowAt(Array.prototype.slice.call($("tl").querySelectorAll(".track.latency")), y);
+    var span = row && row.clickAt(x, y - row.offsetTop);
+    if (!span) return false;
+    var b0 = Math.floor(span[0] / W);
+    setWindow(b0, Math.max(b0 + 1, Math.ceil(span[1] / W)));
+    return true;
+  }
   function setWindow(b0, b1) {
     state.b0 = Math.max(0, Math.min(NB - 1, b0));
     state.b1 = Math.max(state.b0 + 1, Math.min(NB, b1));
@@ -835,7 +870,7 @@
     state.tab = name;
     document.querySelectorAll("main > .pane").forEach(function (p) { p.hidden = p.id !== name; });
     document.querySelectorAll("#tabs button").forEach(function (b) { b.classList.toggle("on", b.getAttribute("data-pane") === name); });
-    if (name === "flamegraph") drawFlame();
+    if (name === "flamegraph" && SAMPLED) drawFlame();
   }
   document.querySelectorAll("#tabs button").forEach(function (b) {
     b.addEventListener("click", function () { showTab(b.getAttribute("data-pane")); writeHash(); });
@@ -858,16 +893,19 @@
     writeHash(); buildTimeline(); refresh();
   });
   function refresh() {
-    computeCounts();
-    computeFunctions();
-    computeNodes();
-    renderFunctions();
-    renderTree(false);
-    renderSource();
+    if (SAMPLED) {
+      computeCounts();
+      computeFunctions();
+      computeNodes();
+      renderFunctions();
+      renderTree(false);
+      renderSource();
+      if (state.tab === "flamegraph") drawFlame();
+      windowCount();
+    }
     MK.renderLog();
-    if (state.tab === "flamegraph") drawFlame();
-    windowCount();
-    $("idle-note").textContent = idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle sample" + (idleSamples === 1 ? "" : "s") + " left out, as in the text summary)" : "";
+    LT.render();
+    $("idle-note").textContent = !SAMPLED ? "No samples: this capture recorded timed calls and lock waits only." : idleSamples > 0 && !state.idle ? "(" + idleSamples + " idle sample" + (idleSamples === 1 ? "" : "s") + " left out, as in the text summary)" : "";
     if (!document.body.hasAttribute("data-ready")) performance.mark("kprof-views-ready");
     document.body.setAttribute("data-ready", "1");
   }
@@ -881,7 +919,7 @@
   var resizeTimer = 0;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(function () { sizeColumns(); buildTimeline(); if (state.tab === "flamegraph") drawFlame(); }, 150);
+    resizeTimer = setTimeout(function () { sizeColumns(); buildTimeline(); if (state.tab === "flamegraph" && SAMPLED) drawFlame(); }, 150);
   });
   // The CLI's view for tests and scripts: the window's per-function self samples.
   window.kprofView = {
@@ -893,11 +931,20 @@
       return out;
     },
     totals: function () { return totals.slice(); },
-    marks: function () { return MK.view(); }
+    marks: function () { return MK.view(); },
+    latency: function () { return LT.view(); }
   };
 
   if (D.ratio && NB) state.ratio = D.ratio;
   readHash();
+  if (!SAMPLED) {
+    // Only the tabs that have something to show; the latency tab first.
+    ["functions", "calltree", "flamegraph", "source"].forEach(function (pane) {
+      document.querySelector("#tabs button[data-pane=" + pane + "]").hidden = true;
+      if (state.tab === pane) state.tab = D.latency ? "latency" : "log";
+    });
+    $("show-idle").parentNode.hidden = true;
+  }
   $("show-idle").checked = state.idle;
   if (state.ratio) { $("ratio-a").value = state.ratio[0]; $("ratio-b").value = state.ratio[1]; }
   buildTimeline();

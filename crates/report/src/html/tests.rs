@@ -51,7 +51,7 @@ fn annotation() -> Annotation {
 }
 
 /// The page's embedded data, parsed.
-fn data_of(html: &str) -> serde_json::Value {
+pub(crate) fn data_of(html: &str) -> serde_json::Value {
     let open = "id=\"kprof-data\">";
     let at = html.find(open).expect("the data element") + open.len();
     let text = &html[at..];
@@ -226,7 +226,7 @@ fn first_body_row<'a>(html: &'a str, id: &str) -> &'a str {
 }
 
 /// The varints of a packed array (html/pack.rs).
-fn unpack(b64: &serde_json::Value) -> Vec<u64> {
+pub(crate) fn unpack(b64: &serde_json::Value) -> Vec<u64> {
     pack::tests::decode(b64.as_str().expect("a packed array is a string"))
 }
 
@@ -355,7 +355,7 @@ fn render_html_real_capture_matches_perf_report() {
 /// The fixture with sample times over 1 s: `compute` (stack 0) alone on CPU 0 for the first
 /// 0.6 s, the other stacks after it on CPU 1; page-faults samples alongside; workload
 /// start/exit and a lost-samples marker.
-fn timed_fixture() -> Profile {
+pub(crate) fn timed_fixture() -> Profile {
     use kprof_symbols::profile::{Marker, MarkerKind, Sample};
     let mut profile = fixture::profile();
     let mut samples = Vec::new();

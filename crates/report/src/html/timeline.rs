@@ -17,7 +17,8 @@ use super::pack::Packed;
 /// enough that per-bin data stays small.
 pub const MAX_BINS: u64 = 1000;
 
-/// Capture length in ns: the last record, or the last sample or marker if that is later.
+/// Capture length in ns: the last record, or the last sample, marker, timed call's or lock
+/// wait's end if that is later.
 pub fn duration(profile: &Profile) -> u64 {
     let last = profile.samples.last().map_or(0, |s| s.time);
     let marker = profile
@@ -27,7 +28,12 @@ pub fn duration(profile: &Profile) -> u64 {
         .map(|m| m.time)
         .max()
         .unwrap_or(0);
-    profile.meta.duration_ns.max(last).max(marker)
+    profile
+        .meta
+        .duration_ns
+        .max(last)
+        .max(marker)
+        .max(super::latency::last_end(profile))
 }
 
 /// (time, kind, label) of every marker of the capture itself, drawn across all tracks: kind
@@ -252,7 +258,8 @@ impl Bins {
     ) -> Bins {
         let duration = duration(profile);
         let markers = markers(profile);
-        if profile.samples.is_empty() {
+        // Timed calls and waits alone (`run --no-sample`) have a timeline too.
+        if profile.samples.is_empty() && !super::latency::has_any(profile) {
             return Bins {
                 duration,
                 markers,

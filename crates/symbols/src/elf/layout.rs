@@ -68,6 +68,14 @@ impl Layout {
             .map(|(off, vaddr, _)| vaddr.wrapping_add(offset - off))
     }
 
+    /// Converts an address of this file to the file offset a PT_LOAD segment maps it from.
+    pub(super) fn address_to_offset(&self, addr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(_, vaddr, size)| addr >= *vaddr && addr < vaddr.saturating_add(*size))
+            .map(|(off, vaddr, _)| off + (addr - vaddr))
+    }
+
     /// Whether `addr` falls into one of the placed sections.
     pub(super) fn contains_placed(&self, addr: u64) -> bool {
         self.placed

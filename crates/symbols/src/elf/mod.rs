@@ -213,6 +213,22 @@ impl SymbolFile {
         self.layout.offset_to_address(offset)
     }
 
+    /// Where function `name` starts, as an uprobe is placed: the file offset its PT_LOAD
+    /// segment maps its first instruction from (a split debug file keeps the segments of
+    /// the file it came from), and whether that is Thumb code (32-bit Arm). `None` when no
+    /// function symbol has that name or no segment maps it.
+    pub fn function_offset(&self, name: &str) -> Option<(u64, bool)> {
+        let addr = self.symbols.address_of(name)?;
+        if !self.symbols.in_function(addr) {
+            return None;
+        }
+        let thumb = self
+            .arm_runs(addr, addr + 2)
+            .first()
+            .is_some_and(|(_, m)| *m == ArmMode::Thumb);
+        Some((self.layout.address_to_offset(addr)?, thumb))
+    }
+
     /// Whether `addr` falls into one of the placed sections.
     pub fn contains_placed(&self, addr: u64) -> bool {
         self.layout.contains_placed(addr)

@@ -384,3 +384,41 @@ fn annotate_arm32_libc_mnemonics_agree_with_objdump() {
         wrong[..wrong.len().min(40)].join("\n")
     );
 }
+
+/// Where an uprobe goes (`run --latency PROGRAM:FUNC`): the file offset of the function's first
+/// instruction and whether it is Thumb. mychardrv-writer built as armhf toolchains build
+/// (Thumb-2) has its one timed function in A32, which 32-bit Arm uprobes need.
+#[test]
+fn function_offset_arm32_writer_arm_and_thumb() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let src = top.join("examples/mychardrv-writer/mychardrv_writer.c");
+    let include = top.join("include");
+    let out = dir.path().join("mychardrv-writer");
+    run(
+        "arm-linux-gnueabihf-gcc",
+        &[
+            "-O2".as_ref(),
+            "-g".as_ref(),
+            "-I".as_ref(),
+            include.as_os_str(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    let f = SymbolFile::open(&out, None, None).unwrap();
+    let (value, _) = symtab_function(&out, "pause_between_batches");
+    assert_eq!(value & 1, 0, "an A32 function's symbol has bit 0 clear");
+    // The text segment maps file offset 0 at address 0 in this PIE.
+    assert_eq!(
+        f.function_offset("pause_between_batches"),
+        Some((value, false))
+    );
+    let (thumb_value, _) = symtab_function(&out, "run_batches");
+    assert_eq!(
+        f.function_offset("run_batches"),
+        Some((thumb_value & !1, true))
+    );
+    assert_eq!(f.function_offset("no_such_function"), None);
+}

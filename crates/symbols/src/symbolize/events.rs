@@ -79,10 +79,16 @@ impl State<'_> {
         }
         let tracing = self.tracing_data(perf_file);
         use linux_perf_data::linux_perf_event_reader::PerfEventType;
-        for (i, a) in attrs.iter().enumerate() {
-            let PerfEventType::Tracepoint(id) = a.attr.type_ else {
-                continue;
-            };
+        let tracepoints = || {
+            attrs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| match a.attr.type_ {
+                    PerfEventType::Tracepoint(id) => Some((i, id)),
+                    _ => None,
+                })
+        };
+        for (i, id) in tracepoints() {
             // A file without event names (no EVENT_DESC) names it as perf does, by its format.
             let unnamed = self.profile.events[i].name == format!("tracepoint:{id}");
             if let Some(f) = tracing
@@ -91,6 +97,12 @@ impl State<'_> {
                 .filter(|_| unnamed)
             {
                 self.profile.events[i].name = f.event_name();
+            }
+        }
+        self.probe_events(capture, tracing.as_ref());
+        for (i, id) in tracepoints() {
+            if self.probes.is_probe(i) {
+                continue;
             }
             if self.profile.events[i].name == super::off_cpu::SWITCH_EVENT
                 && self.switches.event.is_none()
@@ -124,7 +136,7 @@ impl State<'_> {
     pub(super) fn drop_dummy_events(&mut self) {
         // perf adds a `dummy` event to system-wide recordings for side-band records only.
         let dummy = |e: &Event| e.total_samples == 0 && e.name.starts_with("dummy");
-        let sampling = |i: &usize| !self.marks.is_mark(*i);
+        let sampling = |i: &usize| !self.marks.is_mark(*i) && !self.probes.is_probe(*i);
         let mut keep: Vec<usize> = (0..self.profile.events.len())
             .filter(|i| sampling(i) && !dummy(&self.profile.events[*i]))
             .collect();
@@ -168,7 +180,7 @@ impl State<'_> {
             let recorded = manifest.and_then(|m| m.events.get(i));
             // perf's side-band `dummy` event never samples, by design.
             // Off-CPU events count blocked spans, not samples: a capture may have no D at all.
-            if e.name.starts_with("off-cpu:") || self.marks.is_mark(i) {
+            if e.name.starts_with("off-cpu:") || self.marks.is_mark(i) || self.probes.is_probe(i) {
                 continue;
             }
             if e.total_samples == 0 && !e.name.starts_with("dummy") {

@@ -23,6 +23,7 @@
 //! - [`call_paths`]: kernel callchain + unwound user frames, marked ends, aarch64 LR callers;
 //! - [`timeline`]: capture start, the samples' times and the markers;
 //! - [`off_cpu`]: context switches paired into blocked spans;
+//! - [`latency`]: probe and wait samples paired into calls and waits;
 //! - [`marks`]: other tracepoint samples (`trace_marker` lines, `-e SUBSYS:EVENT`) as marks.
 
 mod address_space;
@@ -30,6 +31,7 @@ mod call_paths;
 mod events;
 mod images;
 mod kernel_space;
+mod latency;
 mod marks;
 mod off_cpu;
 mod prefetch;
@@ -246,6 +248,29 @@ impl Symbolizer {
         &self.sources.index
     }
 
+    /// The symbol file with GNU build-id `build_id` (a file named `name` on the target),
+    /// looked up as a capture's images are: the symbol paths, `~/.debug`, the debug roots,
+    /// the providers. Why there is none, in words, otherwise.
+    pub fn symbol_file_of(
+        &self,
+        build_id: &str,
+        name: &str,
+    ) -> std::result::Result<SymbolFile, String> {
+        match self.sources.find(Some(build_id), &[name.to_string()], None) {
+            crate::sources::Lookup::Found { path, debug, .. } => {
+                SymbolFile::open(&path, debug.as_deref(), None).map_err(|e| e.to_string())
+            }
+            crate::sources::Lookup::Mismatch { path, found } => Err(format!(
+                "only {} has that name, with build-id {found}",
+                path.display()
+            )),
+            crate::sources::Lookup::Unverified { .. } => {
+                Err("no file with that build-id".to_string())
+            }
+            crate::sources::Lookup::Missing(why) => Err(why),
+        }
+    }
+
     /// The symbol file used for an image of the last profile.
     pub fn symbol_file(&self, image: usize) -> Option<&SymbolFile> {
         self.files.get(image)?.as_deref()
@@ -308,6 +333,8 @@ struct State<'a> {
     switches: off_cpu::Switches,
     /// Tracepoint events that make marks, not samples.
     marks: marks::Marks,
+    /// Probe and wait events, paired into calls and waits.
+    probes: latency::Probes,
     /// [`Options::skip_sample_records`].
     skip_sample_records: bool,
 }
@@ -346,6 +373,7 @@ impl<'a> State<'a> {
             clock: timeline::Clock::new(workload_pid),
             switches: off_cpu::Switches::default(),
             marks: marks::Marks::default(),
+            probes: latency::Probes::default(),
             skip_sample_records: opts.skip_sample_records,
         }
     }

@@ -115,6 +115,10 @@ impl State<'_> {
         time: Option<u64>,
         stack_buf: &mut Vec<usize>,
     ) {
+        if self.probes.is_probe(e) {
+            self.on_probe(s, e, time, stack_buf);
+            return;
+        }
         // A mark is no sample: no count, no period, no stack.
         if self.marks.is_mark(e) {
             self.on_mark(s, e, time);
@@ -255,6 +259,7 @@ impl State<'_> {
         self.unwind_warnings();
         self.drop_dummy_events();
         self.finish_times();
+        self.finish_probes(capture);
         if let Some(why) = damaged {
             if samples == 0 {
                 return Err(RecordsError::DamagedBeforeSamples { damage: why });
