@@ -128,6 +128,14 @@ impl Probe {
             a.sample_type &= !sys::SAMPLE_REGS_INTR;
             a.sample_regs_intr = 0;
         }
+        if ret && cfg!(target_arch = "arm") {
+            // The 32-bit Arm kernel's unwinder oopses walking from a return probe's
+            // trampoline (seen on the armv7 board, Linux 6.1): its returns carry no chain.
+            a.sample_type &=
+                !(sys::SAMPLE_CALLCHAIN | sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER);
+            a.sample_regs_user = 0;
+            a.sample_stack_user = 0;
+        }
         a.config1 = self.place.as_ptr() as usize as u64;
         a.config2 = match &self.target {
             LatencyTarget::Kernel { .. } => 0,

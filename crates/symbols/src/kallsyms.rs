@@ -109,6 +109,10 @@ impl Kallsyms {
     }
 }
 
+/// The largest offset into a data symbol named as such: kallsyms has no sizes, and the next
+/// symbol can be far past the object (after the last object of `.bss`).
+const MAX_OBJECT: u64 = 1 << 20;
+
 /// Names kernel data addresses (a lock's) by the data symbols of a kallsyms text (`d`, `D`,
 /// `b`, `B`, `r`, `R`, which [`Kallsyms`] leaves out): `dev+0x8 [mychardrv]`. An address is
 /// named only when it lies before the next symbol, so an address between two objects'
@@ -138,7 +142,11 @@ pub fn name_data_addresses(text: &str, addrs: &[u64]) -> HashMap<u64, String> {
             continue;
         };
         let bounded = syms.get(i).is_some_and(|next| a < next.0);
-        if name.is_empty() || start == 0 || !bounded {
+        // Section bounds are no objects, and past them is the heap: a lock there (on 32-bit
+        // Arm the heap lies above `__bss_stop`, below the vectors' symbols) gets no name.
+        let marker = matches!(name, "_end" | "__bss_stop" | "_edata" | "__end_rodata")
+            || name.starts_with("__end_");
+        if name.is_empty() || start == 0 || !bounded || marker || a - start > MAX_OBJECT {
             continue;
         }
         let owner = if owner.is_empty() {
@@ -188,7 +196,9 @@ mod tests {
                     ffffffffc0004000 b __key.4\t[mychardrv]\n\
                     ffffffffc0005000 b other\t[mychardrv]\n\
                     ffffffff82000000 D jiffies\n\
-                    ffffffff82000008 D next\n";
+                    ffffffff82000008 D next\n\
+                    c1000000 B __bss_stop\n\
+                    ffff0000 t vector_rst\n";
         let names = super::name_data_addresses(
             text,
             &[

@@ -111,6 +111,10 @@ fn run_latency_user_function_and_futex_waits() {
     let own = frames.iter().find(|fr| fr["inlined"] == false).unwrap();
     assert_eq!(own["symbol"], "pause_ms", "{j}");
 
+    // A capture without samples says where its calls are instead of an empty table.
+    let (ok, _, err) = outcome(client.kprofctl().args(["report", &capture]));
+    assert!(!ok && err.contains("kprofctl report --latency"), "{err}");
+
     let locks = j["contention"]["by_lock"].as_array().unwrap();
     let mutex = locks
         .iter()
@@ -212,4 +216,131 @@ fn run_latency_sigkill_leaves_no_probe() {
     assert_eq!(probed_byte_of_new_process(&w, offset), original);
     let events = kprof_test_support::system::Tracefs::open().read("uprobe_events");
     assert!(!events.contains("latency"), "{events}");
+}
+
+/// Removes the `perf probe` events of group `probe_latency` when dropped, also after a
+/// failed assertion: they live in tracefs' uprobe_events until removed.
+struct PerfProbes;
+
+impl Drop for PerfProbes {
+    fn drop(&mut self) {
+        let _ = kprof_test_support::system::perf()
+            .args(["probe", "-q", "-d", "probe_latency:*"])
+            .status();
+    }
+}
+
+/// The durations (ns) of the calls in `perf script` output of an entry and a return event of
+/// one single-threaded function, in order.
+fn perf_script_durations(text: &str) -> Vec<u64> {
+    let mut entry: Option<u64> = None;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(time), Some(event)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(secs) = time.trim_end_matches(':').parse::<f64>() else {
+            continue;
+        };
+        let ns = (secs * 1e9).round() as u64;
+        if event.starts_with("probe_latency:pause_ms__return") {
+            if let Some(e) = entry.take() {
+                out.push(ns - e);
+            }
+        } else if event.starts_with("probe_latency:pause_ms") {
+            entry = Some(ns);
+        }
+    }
+    out
+}
+
+/// The same user function measured by Debian's perf (`perf probe -x` and `perf record`, paired
+/// from `perf script`) and by kprof, the same workload: counts equal, medians within 10 %;
+/// and kprofctl reads perf's own recording of the probes with the same answer.
+#[test]
+fn latency_same_function_perf_probe_and_kprof_agree() {
+    let (sshd, client) = board();
+    deploy(&sshd, &client);
+    let caps = capture_dir(&sshd);
+    let w = Workload::build();
+    // The unstripped file: perf probe finds the function by its own symbol table.
+    let exe = w.symbols().join("latency");
+    let _probes = PerfProbes;
+    for spec in ["pause_ms", "pause_ms%return"] {
+        let (ok, _, err) = outcome(
+            kprof_test_support::system::perf()
+                .args(["probe", "-q", "-x"])
+                .arg(&exe)
+                .arg(spec),
+        );
+        assert!(ok, "perf probe {spec}: {err}");
+    }
+    let data = w.dir.path().join("perf.data");
+    let (ok, _, err) = outcome(
+        kprof_test_support::system::perf()
+            .args(["record", "-q", "-e", "probe_latency:pause_ms"])
+            .args(["-e", "probe_latency:pause_ms__return", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&exe)
+            .args(["10", "20", "0"]),
+    );
+    assert!(ok, "perf record: {err}");
+    let (ok, text, err) = outcome(
+        kprof_test_support::system::perf()
+            .args(["script", "--ns", "-F", "time,event", "-i"])
+            .arg(&data),
+    );
+    assert!(ok, "perf script: {err}");
+    let mut perf_ns = perf_script_durations(&text);
+    assert_eq!(perf_ns.len(), 10, "{text}");
+    perf_ns.sort_unstable();
+    let perf_median = perf_ns[4];
+
+    // As a user runs it: `--fetch` downloads it and prints the summary.
+    let func = format!("{}:pause_ms", exe.display());
+    let (ok, out, err) = outcome(
+        client
+            .keyed(&[
+                "run",
+                &sshd.target(),
+                "--latency",
+                &func,
+                "--no-sample",
+                "--fetch",
+            ])
+            .args(["-o", &caps, "--symbols"])
+            .arg(w.symbols())
+            .arg("--")
+            .arg(&exe)
+            .args(["10", "20", "0"]),
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("{func} (user): 10 calls")), "{out}");
+    assert!(
+        out.contains("msecs") && out.contains("HTML report: "),
+        "{out}"
+    );
+    let capture = err
+        .lines()
+        .find_map(|l| l.split_once(&format!("capture on {}: ", sshd.target())))
+        .map(|(_, c)| c.trim().to_owned())
+        .unwrap_or_else(|| panic!("no capture path: {err}"));
+    let ours = latency_json(&client, &capture, &w.symbols());
+    let f = &ours["latency"]["functions"][0];
+    assert_eq!(f["count"], 10, "{ours}");
+    let p50 = f["p50_ns"].as_u64().unwrap();
+    let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= b as f64 * 0.1;
+    assert!(
+        close(p50, perf_median),
+        "kprof p50 {p50} ns, perf median {perf_median} ns"
+    );
+
+    // perf's own perf.data: its probe events are paired as the agent's are.
+    let theirs = latency_json(&client, data.to_str().unwrap(), &w.symbols());
+    let f = &theirs["latency"]["functions"][0];
+    assert_eq!(f["name"], "probe_latency:pause_ms", "{theirs}");
+    assert_eq!(f["count"], 10, "{theirs}");
+    assert_eq!(f["p50_ns"].as_u64().unwrap(), perf_median, "{theirs}");
 }

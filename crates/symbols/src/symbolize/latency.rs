@@ -37,6 +37,8 @@ struct Hit {
     role: Role,
     /// The stack of an entry, a return or a wait's start (0 for a wait's end).
     stack: u32,
+    /// The sample carried a call chain or a user stack (a 32-bit Arm agent's returns do not).
+    chained: bool,
     /// A lock's or futex word's address.
     address: u64,
     /// `contention_begin`'s flags, a futex call's op.
@@ -187,6 +189,7 @@ impl State<'_> {
             cpu: s.cpu.unwrap_or(u32::MAX),
             role,
             stack,
+            chained: s.callchain.is_some() || s.user_stack.is_some(),
             address: read(fields.address).unwrap_or(0),
             flags: read(fields.flags).unwrap_or(0),
         });
@@ -265,6 +268,13 @@ fn event_lost(capture: &Capture, i: usize) -> u64 {
         .map_or(0, |e| e.lost)
 }
 
+/// A return without a call chain, in the return stacks of [`pair_calls`].
+const NO_CHAIN: u32 = u32::MAX;
+
+/// The return trampolines of the kernel's return probes: in an entry's chain when a return
+/// probe at the same function took the return address first (32-bit Arm), no caller.
+const RETURN_TRAMPOLINES: [&str; 2] = ["__kretprobe_trampoline", "kretprobe_trampoline"];
+
 /// Pairs entries and returns per function and thread, innermost first (hits sorted by
 /// time; `start` is capture start). Returns, per function and parallel to its calls, the
 /// stack of each call's return.
@@ -288,7 +298,7 @@ fn pair_calls(hits: &[Hit], functions: &mut [TimedFunction], start: u64) -> Vec<
                             cpu: entry.cpu,
                             depth: stack.len() as u32,
                         });
-                        rets.push(h.stack);
+                        rets.push(if h.chained { h.stack } else { NO_CHAIN });
                     }
                     None => fun.unmatched_returns += 1,
                 }
@@ -323,21 +333,39 @@ impl State<'_> {
                     call.stack = s;
                     continue;
                 }
-                let (Some(entry), Some(back)) = (
-                    self.profile.stacks.get(call.stack as usize),
-                    self.profile.stacks.get(ret as usize),
-                ) else {
+                let Some(entry) = self.profile.stacks.get(call.stack as usize) else {
                     continue;
                 };
-                // The entry's frames up to the function's own (the first not inlined).
-                let own = entry
-                    .frames
-                    .iter()
-                    .position(|fr| self.profile.frames.get(*fr).is_some_and(|x| !x.inlined))
-                    .map_or(entry.frames.len(), |i| i + 1);
+                let empty = crate::profile::Stack {
+                    frames: Vec::new(),
+                    thread: entry.thread,
+                    counts: Vec::new(),
+                    periods: Vec::new(),
+                };
+                let back = match self.profile.stacks.get(ret as usize) {
+                    Some(b) if ret != NO_CHAIN => b,
+                    _ => &empty,
+                };
                 buf.clear();
-                buf.extend_from_slice(&entry.frames[..own]);
-                buf.extend_from_slice(&back.frames);
+                if ret == NO_CHAIN {
+                    // The entry's chain as it is, without the trampoline.
+                    let p = &self.profile;
+                    buf.extend(entry.frames.iter().copied().filter(|fr| {
+                        let name = p.frames.get(*fr).and_then(|x| {
+                            p.functions.get(x.function).and_then(|f| f.name.as_deref())
+                        });
+                        !name.is_some_and(|n| RETURN_TRAMPOLINES.contains(&n))
+                    }));
+                } else {
+                    // The entry's frames up to the function's own (the first not inlined).
+                    let own = entry
+                        .frames
+                        .iter()
+                        .position(|fr| self.profile.frames.get(*fr).is_some_and(|x| !x.inlined))
+                        .map_or(entry.frames.len(), |i| i + 1);
+                    buf.extend_from_slice(&entry.frames[..own]);
+                    buf.extend_from_slice(&back.frames);
+                }
                 let (thread, nev) = (entry.thread, self.profile.events.len());
                 let s = self
                     .stacks
@@ -439,6 +467,7 @@ mod tests {
             cpu: 0,
             role,
             stack: time as u32,
+            chained: true,
             address: 0,
             flags: 0,
         }
