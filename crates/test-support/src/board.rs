@@ -266,10 +266,39 @@ pub fn check_day_callers(board: &Board, capture: &Path) {
     );
 }
 
-/// The lines of mychardrv.c inside char_dev_cache_traverse's loop (`while (steps--) { ... }`).
+/// The lines of mychardrv.c inside char_dev_cache_traverse's loop (`while (steps--) { ... }`),
+/// in the source the board's module was built from: the output dir's
+/// (`KPROF_BOARD_BUILDROOT/build/mychardrv-*/[examples/mychardrv/]`; a Buildroot image builds the commit its
+/// package pins, not this checkout), else this checkout's, else the one next to the module.
 pub fn traverse_loop_lines(symbols: &Path) -> std::ops::RangeInclusive<u64> {
+    let built = std::env::var_os("KPROF_BOARD_BUILDROOT").and_then(|out| {
+        let build = Path::new(&out).join("build");
+        std::fs::read_dir(build)
+            .ok()?
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("mychardrv-"))
+            .filter(|e| {
+                !e.file_name()
+                    .to_string_lossy()
+                    .starts_with("mychardrv-writer")
+            })
+            // The virtual board's build dir has the module's files; Buildroot's package
+            // unpacks the whole kprof tree.
+            .flat_map(|e| {
+                let d = e.path();
+                [
+                    d.join("mychardrv.c"),
+                    d.join("examples/mychardrv/mychardrv.c"),
+                ]
+            })
+            .find(|p| p.is_file())
+    });
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(here.join("../../examples/mychardrv/mychardrv.c"))
+    let src = built
+        .map_or_else(
+            || std::fs::read_to_string(here.join("../../examples/mychardrv/mychardrv.c")),
+            std::fs::read_to_string,
+        )
         .or_else(|_| {
             let ko = find_file(symbols, "mychardrv.ko").unwrap();
             std::fs::read_to_string(ko.with_file_name("mychardrv.c"))
