@@ -387,7 +387,8 @@ fn annotate_arm32_libc_mnemonics_agree_with_objdump() {
 
 /// Where an uprobe goes (`run --latency PROGRAM:FUNC`): the file offset of the function's first
 /// instruction and whether it is Thumb. mychardrv-writer built as armhf toolchains build
-/// (Thumb-2) has its one timed function in A32, which 32-bit Arm uprobes need.
+/// (Thumb-2) has its timed function (and its caller) in A32, which 32-bit Arm uprobes need,
+/// and the rest in Thumb.
 #[test]
 fn function_offset_arm32_writer_arm_and_thumb() {
     let dir = tempfile::tempdir().unwrap();
@@ -415,9 +416,14 @@ fn function_offset_arm32_writer_arm_and_thumb() {
         f.function_offset("pause_between_batches"),
         Some((value, false))
     );
-    let (thumb_value, _) = symtab_function(&out, "run_batches");
+    let (thumb_value, _) = symtab_function(&out, "write_request");
     assert_eq!(
-        f.function_offset("run_batches"),
+        thumb_value & 1,
+        1,
+        "a Thumb function's symbol has bit 0 set"
+    );
+    assert_eq!(
+        f.function_offset("write_request"),
         Some((thumb_value & !1, true))
     );
     assert_eq!(f.function_offset("no_such_function"), None);
