@@ -218,15 +218,43 @@ impl SymbolFile {
     /// the file it came from), and whether that is Thumb code (32-bit Arm). `None` when no
     /// function symbol has that name or no segment maps it.
     pub fn function_offset(&self, name: &str) -> Option<(u64, bool)> {
-        let addr = self.symbols.address_of(name)?;
-        if !self.symbols.in_function(addr) {
-            return None;
-        }
+        let addr = match self.symbols.address_of(name) {
+            Some(a) if self.symbols.in_function(a) => a,
+            // The table keeps one name per address (perf's alias choice): `write` is kept as
+            // `__libc_write`, which no user types.
+            _ => self.alias_address(name)?,
+        };
         let thumb = self
             .arm_runs(addr, addr + 2)
             .first()
             .is_some_and(|(_, m)| *m == ArmMode::Thumb);
         Some((self.layout.address_to_offset(addr)?, thumb))
+    }
+
+    /// The address of the function symbol `name` in the files' own tables (`.symtab`,
+    /// `.dynsym`; `write@@GLIBC_2.2.5` answers `write`), aliases included.
+    fn alias_address(&self, name: &str) -> Option<u64> {
+        use object::{Object as _, ObjectSymbol as _};
+        let maps = std::iter::once(&self.map).chain(self.debug_map.as_ref());
+        for map in maps {
+            let Ok(obj) = object::File::parse(&map[..]) else {
+                continue;
+            };
+            let found = obj.symbols().chain(obj.dynamic_symbols()).find(|s| {
+                s.kind() == object::SymbolKind::Text
+                    && s.address() != 0
+                    && s.name().is_ok_and(|n| n.split('@').next() == Some(name))
+            });
+            if let Some(s) = found {
+                // A Thumb function's value has bit 0 set; its code starts at the even address.
+                return Some(if self.arch == Arch::Arm {
+                    s.address() & !1
+                } else {
+                    s.address()
+                });
+            }
+        }
+        None
     }
 
     /// Whether `addr` falls into one of the placed sections.

@@ -258,3 +258,37 @@ fn map_file_foreign_file_survives_truncation() {
     let err = map_file(&fifo).unwrap_err().to_string();
     assert!(err.contains("not a regular file"), "{err}");
 }
+
+/// Where an uprobe goes for a function named by any of its aliases (`libc.so.6:write`, which
+/// the symbol table keeps as one of `write`, `__write`, `__libc_write`): the same offset,
+/// the file offset of its first instruction.
+#[test]
+fn function_offset_alias_names_same_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("alias.c"),
+        "__attribute__((noinline)) int real_write(int x) { return x + 1; }\n\
+         int write_alias(int x) __attribute__((alias(\"real_write\")));\n\
+         int main(int c, char **v) { (void)v; return write_alias(c); }\n",
+    )
+    .unwrap();
+    let exe = cc_in(dir.path(), &["-O2", "-g"], "alias.c", "alias");
+    let f = SymbolFile::open(&exe, None, None).unwrap();
+    let real = f.function_offset("real_write").expect("real_write");
+    assert_eq!(f.function_offset("write_alias"), Some(real));
+    assert!(!real.1);
+    let data = std::fs::read(&exe).unwrap();
+    let obj = object::File::parse(&data[..]).unwrap();
+    use object::{Object as _, ObjectSegment as _, ObjectSymbol as _};
+    let addr = obj
+        .symbols()
+        .find(|s| s.name() == Ok("real_write"))
+        .unwrap()
+        .address();
+    let seg = obj
+        .segments()
+        .find(|s| addr >= s.address() && addr < s.address() + s.size())
+        .unwrap();
+    assert_eq!(real.0, seg.file_range().0 + (addr - seg.address()));
+    assert_eq!(f.function_offset("no_such_function"), None);
+}
