@@ -161,11 +161,23 @@ fn user_offset(
              name the build tree with --symbols"
         )
     })?;
-    let (offset, thumb) = file.function_offset(function).ok_or_else(|| {
+    // A split debug file's .symtab lacks the aliases only .dynsym has (libc's `nanosleep`):
+    // every other file of the build is asked too.
+    let first = file.path.clone();
+    let others = symbolizer
+        .index()
+        .by_build_id(build_id)
+        .into_iter()
+        .filter(|(p, _)| *p != first)
+        .filter_map(|(p, _)| kprof_symbols::elf::SymbolFile::open(p, None, None).ok());
+    let found = std::iter::once(file)
+        .chain(others)
+        .find_map(|f| f.function_offset(function).map(|o| (o, f.arch)));
+    let ((offset, thumb), arch) = found.ok_or_else(|| {
         anyhow::anyhow!(
-            "{asked}: {} (build-id {build_id}) has no function `{function}` (static \
-             functions need the unstripped file; inlined ones cannot be probed)",
-            file.path.display()
+            "{asked}: no file with build-id {build_id} here has a function `{function}` \
+             (static functions need the unstripped file or its debug file; inlined ones \
+             cannot be probed)"
         )
     })?;
     if thumb {
@@ -175,7 +187,7 @@ fn user_offset(
              (`__attribute__((target(\"arm\")))`, or -marm; docs/latency.md)"
         );
     }
-    if file.arch == kprof_symbols::elf::Arch::Arm {
+    if arch == kprof_symbols::elf::Arch::Arm {
         // Seen on the armv7 board: the kernel resumes the caller in A32 state.
         crate::term::warning(format_args!(
             "{asked}: on 32-bit Arm the kernel returns from `{function}`'s return probe in A32 \
