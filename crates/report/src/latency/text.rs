@@ -122,7 +122,7 @@ fn write_function(
     if calls.is_empty() {
         return Ok(());
     }
-    writeln!(out, "  Slowest calls (entry stack, innermost first):")?;
+    writeln!(out, "  Slowest calls (call path, innermost first):")?;
     for c in calls {
         let mut head = format!(
             "    {} at {:.3} s  {}",
