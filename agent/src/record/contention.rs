@@ -96,14 +96,6 @@ pub(super) fn adjust(a: &mut PerfEventAttr, begin: bool) {
     if begin {
         a.sample_type |= sys::SAMPLE_CALLCHAIN;
     } else {
-        a.sample_type &= !(sys::SAMPLE_CALLCHAIN
-            | sys::SAMPLE_REGS_USER
-            | sys::SAMPLE_STACK_USER
-            | sys::SAMPLE_REGS_INTR);
-        a.sample_regs_user = 0;
-        a.sample_stack_user = 0;
-        a.sample_regs_intr = 0;
+        super::open_events::strip_call_chain(a);
     }
-    a.sample_period_or_freq = 1;
-    a.flags &= !sys::flag::FREQ;
 }

@@ -16,7 +16,7 @@ use kprof_capture::manifest::{LatencyProbe, PROBE_KPROBE, PROBE_UPROBE};
 
 use crate::cli::LatencyTarget;
 use crate::events::EventSpec;
-use crate::sys::{self, flag, PerfEventAttr};
+use crate::sys::{self, PerfEventAttr};
 use crate::Error;
 
 /// Where the kernel lists its PMUs.
@@ -110,8 +110,8 @@ impl Probe {
         }
     }
 
-    /// What a hit of this probe records beyond `build_attr`'s: every hit, with its call chain
-    /// even without `-g` (the slowest calls are shown with their callers). The return's chain
+    /// What a hit of this probe records beyond `build_attr`'s (which samples every hit): its
+    /// call chain even without `-g` (the slowest calls are shown with their callers). The return's chain
     /// matters most: it starts in the caller, at a call boundary, where every unwinder is
     /// sure of itself, while at the entry the function has not yet saved its frame (an x86
     /// kernel's ORC unwinder stops there, a frame-pointer walk skips the caller); the host
@@ -119,8 +119,6 @@ impl Probe {
     /// place; the caller clears `config1` before the attr is stored, as it is an address of
     /// this process.
     pub(super) fn adjust(&self, a: &mut PerfEventAttr, ret: bool) {
-        a.sample_period_or_freq = 1;
-        a.flags &= !flag::FREQ;
         a.sample_type |= sys::SAMPLE_CALLCHAIN;
         if ret {
             // The kernel's registers at a return are the caller's: nothing for the arm64
@@ -131,10 +129,7 @@ impl Probe {
         if ret && cfg!(target_arch = "arm") {
             // The 32-bit Arm kernel's unwinder oopses walking from a return probe's
             // trampoline (seen on the armv7 board, Linux 6.1): its returns carry no chain.
-            a.sample_type &=
-                !(sys::SAMPLE_CALLCHAIN | sys::SAMPLE_REGS_USER | sys::SAMPLE_STACK_USER);
-            a.sample_regs_user = 0;
-            a.sample_stack_user = 0;
+            super::open_events::strip_call_chain(a);
         }
         a.config1 = self.place.as_ptr() as usize as u64;
         a.config2 = match &self.target {

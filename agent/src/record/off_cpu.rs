@@ -8,7 +8,6 @@
 //! the task state (S vs D) is unknown, so a missing tracepoint is an error naming what is
 //! missing (docs/off-cpu.md).
 
-use crate::events::EventSpec;
 use crate::sys::{self, flag, PerfEventAttr};
 use crate::Error;
 
@@ -26,20 +25,6 @@ pub(super) fn find(tracefs: &Tracefs) -> Result<Tracepoint, Error> {
             "--off-cpu: the {EVENT_NAME} tracepoint is not available: {e}"
         ))
     })
-}
-
-/// The event spec the other events are opened from: every switch, no frequency.
-pub(super) fn spec(t: &Tracepoint) -> EventSpec {
-    EventSpec {
-        requested: t.name(),
-        name: t.name(),
-        attr_type: sys::PERF_TYPE_TRACEPOINT,
-        config: t.id,
-        period: Some(1),
-        freq: None,
-        exclude_user: false,
-        exclude_kernel: false,
-    }
 }
 
 /// What a switch sample carries beyond an on-CPU one: the raw fields, and a call chain even

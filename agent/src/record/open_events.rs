@@ -225,7 +225,7 @@ fn open_traced(
         }
     }
     for t in traced.contention {
-        let spec = super::off_cpu::spec(t);
+        let spec = t.spec();
         let mut attr = at.attr(&spec, opened.is_empty(), *regs_intr);
         super::contention::adjust(&mut attr, super::contention::is_begin(t));
         attr.flags &= !flag::INHERIT;
@@ -311,7 +311,7 @@ fn open_off_cpu(
     notices: &mut Vec<String>,
 ) -> Result<Opened, Error> {
     let (o, cpus) = (at.o, at.cpus);
-    let spec = super::off_cpu::spec(t);
+    let spec = t.spec();
     let mut attr = at.attr(&spec, tracking, *regs_intr);
     super::off_cpu::adjust(&mut attr);
     // A thread's switch-in is recorded in the context of the thread leaving that CPU: a
@@ -449,6 +449,18 @@ fn build_attr(
         a.flags |= flag::MMAP | flag::COMM | flag::TASK | flag::MMAP2 | flag::COMM_EXEC;
     }
     a
+}
+
+/// Takes the call chain out of an event built by [`build_attr`] (its user registers and stack
+/// copy, the arm64 interrupted registers): for the events whose time is all the host needs.
+pub(super) fn strip_call_chain(a: &mut PerfEventAttr) {
+    a.sample_type &= !(sys::SAMPLE_CALLCHAIN
+        | sys::SAMPLE_REGS_USER
+        | sys::SAMPLE_STACK_USER
+        | sys::SAMPLE_REGS_INTR);
+    a.sample_regs_user = 0;
+    a.sample_stack_user = 0;
+    a.sample_regs_intr = 0;
 }
 
 fn is_missing_event(e: &io::Error) -> bool {

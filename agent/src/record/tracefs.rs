@@ -71,6 +71,20 @@ impl Tracepoint {
     pub(super) fn name(&self) -> String {
         format!("{}:{}", self.system, self.event)
     }
+
+    /// The event spec of a tracepoint recorded at every hit (`--off-cpu`, `--contention`).
+    pub(super) fn spec(&self) -> crate::events::EventSpec {
+        crate::events::EventSpec {
+            requested: self.name(),
+            name: self.name(),
+            attr_type: sys::PERF_TYPE_TRACEPOINT,
+            config: self.id,
+            period: Some(1),
+            freq: None,
+            exclude_user: false,
+            exclude_kernel: false,
+        }
+    }
 }
 
 impl Tracefs {

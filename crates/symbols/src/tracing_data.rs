@@ -13,8 +13,8 @@
 
 mod decode;
 
-pub(crate) use decode::hex_bytes;
 pub use decode::FieldValue;
+pub(crate) use decode::{hex_bytes, uint};
 
 /// Why tracing data could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -161,7 +161,7 @@ impl<'a> Cursor<'a> {
 
     fn uint(&mut self, n: usize, section: &str) -> Result<u64, TracingDataError> {
         let b = self.take(n as u64, section)?;
-        Ok(decode::uint(b, self.big_endian).unwrap_or(0))
+        Ok(uint(b, self.big_endian).unwrap_or(0))
     }
 
     /// A u64 size, then that many bytes.

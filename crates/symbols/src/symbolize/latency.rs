@@ -236,22 +236,9 @@ impl State<'_> {
     }
 }
 
-/// A field of a raw tracepoint record.
+/// A field of a raw tracepoint record (an integer of 1, 2, 4 or 8 bytes).
 fn read_field(raw: &[u8], (off, size): (usize, usize), big_endian: bool) -> Option<u64> {
-    let b = raw.get(off..off.checked_add(size)?)?;
-    let mut v = 0u64;
-    let bytes: Box<dyn Iterator<Item = &u8>> = if big_endian {
-        Box::new(b.iter())
-    } else {
-        Box::new(b.iter().rev())
-    };
-    if size > 8 {
-        return None;
-    }
-    for x in bytes {
-        v = (v << 8) | u64::from(*x);
-    }
-    Some(v)
+    crate::tracing_data::uint(raw.get(off..off.checked_add(size)?)?, big_endian)
 }
 
 /// The kernel's count of event `i`'s hits, from the manifest.

@@ -40,7 +40,7 @@ pub(crate) fn hex_bytes(b: &[u8]) -> String {
 }
 
 /// An unsigned integer of 1, 2, 4 or 8 bytes.
-pub(super) fn uint(b: &[u8], big_endian: bool) -> Option<u64> {
+pub(crate) fn uint(b: &[u8], big_endian: bool) -> Option<u64> {
     let mut v = 0u64;
     if !matches!(b.len(), 1 | 2 | 4 | 8) {
         return None;
