@@ -143,9 +143,12 @@ pub fn name_data_addresses(text: &str, addrs: &[u64]) -> HashMap<u64, String> {
         };
         let bounded = syms.get(i).is_some_and(|next| a < next.0);
         // Section bounds are no objects, and past them is the heap: a lock there (on 32-bit
-        // Arm the heap lies above `__bss_stop`, below the vectors' symbols) gets no name.
+        // Arm the heap lies above `__bss_stop`, below the vectors' symbols; on x86_64 a
+        // task's spinlock showed as `__start_init_stack+0x9a40`) gets no name.
         let marker = matches!(name, "_end" | "__bss_stop" | "_edata" | "__end_rodata")
-            || name.starts_with("__end_");
+            || ["__end_", "__start_", "__stop_"]
+                .iter()
+                .any(|p| name.starts_with(p));
         if name.is_empty() || start == 0 || !bounded || marker || a - start > MAX_OBJECT {
             continue;
         }
@@ -198,6 +201,7 @@ mod tests {
                     ffffffff82000000 D jiffies\n\
                     ffffffff82000008 D next\n\
                     c1000000 B __bss_stop\n\
+                    c2000000 D __start_init_stack\n\
                     ffff0000 t vector_rst\n";
         let names = super::name_data_addresses(
             text,
@@ -207,6 +211,8 @@ mod tests {
                 0xffffffff82000000,
                 0xffffffffc0002010,
                 0xffffffffc0009000,
+                0xc1001000,
+                0xc2009a40,
             ],
         );
         assert_eq!(names[&0xffffffffc0004000], "dev+0x0 [mychardrv]");
